@@ -1,0 +1,39 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrBusy means another process holds the run's lock.
+	ErrBusy = errors.New("the run is busy: another custodian process holds its lock")
+
+	// ErrNotRun means a directory holds no run: it has no .custodian/run.json.
+	ErrNotRun = errors.New("not a run")
+
+	// ErrUntrusted means a record exists but cannot be trusted: it is
+	// unreadable, malformed, or of a format this version does not know.
+	ErrUntrusted = errors.New("the run's records cannot be trusted")
+
+	// ErrExists means a run was already started in a directory.
+	ErrExists = errors.New("a run was already started here")
+)
+
+// RecordError reports a record that cannot be trusted, and where it is.
+type RecordError struct {
+	Path string // the record's absolute path
+	Err  error  // what is wrong with it
+}
+
+func (e *RecordError) Error() string {
+	return fmt.Sprintf("record %s cannot be trusted: %v", e.Path, e.Err)
+}
+
+// Unwrap returns both the cause and ErrUntrusted, so that callers can branch
+// on either.
+func (e *RecordError) Unwrap() []error { return []error{ErrUntrusted, e.Err} }
+
+func untrusted(path string, format string, args ...any) error {
+	return &RecordError{Path: path, Err: fmt.Errorf(format, args...)}
+}

@@ -1,0 +1,67 @@
+package store
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// WriteRecord writes a prompt file or a block record at rel, a path inside
+// the state directory. label names the write point for crash tests.
+func (r *Run) WriteRecord(label, rel string, data []byte) error {
+	return writeFile(label, r.path(rel), data)
+}
+
+// Perform carries out moves in order. A move is skipped when its target
+// exists, which is the receipt of a move already done, or when its source is
+// gone or no longer has the bytes it had when the move was planned: those
+// bytes were moved already and a new file stands there now.
+func (r *Run) Perform(moves []Move) error {
+	for _, m := range moves {
+		source := filepath.Join(r.Dir, filepath.FromSlash(m.Source))
+		target := filepath.Join(r.Dir, filepath.FromSlash(m.Target))
+		if _, err := os.Lstat(target); err == nil {
+			continue
+		}
+		sum, err := FileSHA256(source)
+		if err != nil {
+			return fmt.Errorf("move %s: %w", m.Source, err)
+		}
+		if sum != m.SHA256 {
+			continue
+		}
+		if err := moveFile("move", source, target); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// FileSHA256 returns the hex SHA-256 of a regular file's bytes, or "" when
+// there is no regular file at path.
+func FileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if info, err := f.Stat(); err != nil {
+		return "", err
+	} else if !info.Mode().IsRegular() {
+		return "", nil
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

@@ -1,0 +1,79 @@
+package store
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+)
+
+// ReportFormat is the format of a line of reports.jsonl.
+const ReportFormat = 1
+
+// Report is one report of the agent orchestrator, a line of reports.jsonl.
+type Report struct {
+	Format int    `json:"format"`
+	Number int    `json:"number"`
+	Event  string `json:"event"`
+	Job    string `json:"job"` // empty when the report names no job
+	Text   string `json:"text"`
+	At     string `json:"at"`
+}
+
+// Reports reads every report, oldest first. A line it cannot fully
+// understand makes the whole file untrusted.
+func (r *Run) Reports() ([]Report, error) {
+	path := r.path("reports.jsonl")
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, &RecordError{Path: path, Err: err}
+	}
+	var reports []Report
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 64*1024), len(data)+1)
+	for line := 1; sc.Scan(); line++ {
+		var rep Report
+		if err := decodeRecord(path, sc.Bytes(), &rep, ReportFormat, func() int { return rep.Format }); err != nil {
+			return nil, fmt.Errorf("line %d: %w", line, err)
+		}
+		if rep.Number != line {
+			return nil, untrusted(path, "line %d holds report %d", line, rep.Number)
+		}
+		reports = append(reports, rep)
+	}
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		return nil, untrusted(path, "its last line is incomplete")
+	}
+	return reports, nil
+}
+
+// AppendReport numbers rep after the reports already recorded and appends
+// it. The caller holds the lock. The file is replaced whole through the one
+// write helper, so a crash leaves either every line or none of the new one.
+func (r *Run) AppendReport(rep Report) (Report, error) {
+	existing, err := r.Reports()
+	if err != nil {
+		return Report{}, err
+	}
+	rep.Format = ReportFormat
+	rep.Number = len(existing) + 1
+	line, err := json.Marshal(rep)
+	if err != nil {
+		return Report{}, err
+	}
+	old, err := os.ReadFile(r.path("reports.jsonl"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return Report{}, err
+	}
+	data := append(append(old, line...), '\n')
+	if err := writeFile("report", r.path("reports.jsonl"), data); err != nil {
+		return Report{}, err
+	}
+	return rep, nil
+}

@@ -1,0 +1,160 @@
+package store
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+)
+
+// StateFormat is the format of state.json this version reads and writes.
+const StateFormat = 1
+
+// State is state.json: every job's record, the workflow's failure counts and
+// the moves a step still owes. A step replaces it whole.
+type State struct {
+	Format int `json:"format"`
+	// InputState is the version of the algorithm that computed every input
+	// state in this record; a run hashed another way cannot be judged.
+	InputState int                  `json:"input_state"`
+	Steps      int                  `json:"steps"`
+	Jobs       map[string]*JobState `json:"jobs"`
+	Workflow   WorkflowState        `json:"workflow"`
+	Unreached  []string             `json:"unreached"`
+	Moves      []Move               `json:"moves"`
+	Kept       int                  `json:"kept"`
+}
+
+// JobState is one job's record.
+type JobState struct {
+	// Handouts counts the job's hand-outs in the run; the n-th is attempt n.
+	Handouts int `json:"handouts"`
+	// Failures counts failed attempts since the last acceptance, block or reopening.
+	Failures int `json:"failures"`
+	// BlocksTowardLimit counts blocks since the last acceptance or release.
+	BlocksTowardLimit int `json:"blocks_toward_limit"`
+	// Blocks counts the job's blocks in the run and numbers their records.
+	Blocks int `json:"blocks"`
+	// Outstanding is the input state of a hand-out not yet judged.
+	Outstanding *Inputs `json:"outstanding"`
+	// LastInput is the input state of the last hand-out; an output in place
+	// with nothing outstanding is judged against it.
+	LastInput *Inputs `json:"last_input"`
+	// Accepted is the input state and output hash of the accepted output.
+	Accepted *Acceptance `json:"accepted"`
+	// Messages say why the last attempt failed; the next prompt carries them.
+	Messages []string `json:"messages"`
+	// History lists failed attempts since the last block, for the block record.
+	History []string `json:"history"`
+	// LastFailure is the most recent failure of the job, kept across blocks.
+	LastFailure *Failure `json:"last_failure"`
+	// Stopped is set while a block that permits only stopping stands.
+	Stopped *Stop `json:"stopped"`
+}
+
+// Inputs is an input state: what a job's output is judged against. Digest
+// hashes the rest; the parts are kept so that a change can be named.
+type Inputs struct {
+	Digest string     `json:"digest"`
+	Prompt string     `json:"prompt"`
+	Launch string     `json:"launch"`
+	Files  []FileHash `json:"files"`
+}
+
+// FileHash is a declared input file and the SHA-256 of its bytes; SHA256 is
+// empty when the file did not exist.
+type FileHash struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+}
+
+// Acceptance ties one input state to one output.
+type Acceptance struct {
+	Input  Inputs `json:"input"`
+	Output string `json:"output"`
+	At     string `json:"at"`
+}
+
+// Failure is a refused or missing attempt, or a block.
+type Failure struct {
+	Kind   string `json:"kind"`
+	Reason string `json:"reason"`
+}
+
+// Stop is a standing block that permits only stopping.
+type Stop struct {
+	Kind   string `json:"kind"`
+	Reason string `json:"reason"`
+	Record string `json:"record"` // run-relative path of its block record
+}
+
+// WorkflowState is the record of failures in the definition's own code.
+type WorkflowState struct {
+	// Places counts, per place in the definition, the consecutive steps that
+	// failed there.
+	Places  map[string]int `json:"places"`
+	Blocks  int            `json:"blocks"`
+	Stopped *Stop          `json:"stopped"`
+}
+
+// Move is a file the engine moves aside. A step lists its moves in the state
+// it commits and performs them after; an existing target is the receipt of
+// a finished move.
+type Move struct {
+	Source string `json:"source"` // run-relative
+	Target string `json:"target"` // run-relative
+	SHA256 string `json:"sha256"` // of the source when the move was planned
+}
+
+// NewState returns the state of a run on which no step has committed.
+func NewState(inputState int) *State {
+	return &State{
+		Format:     StateFormat,
+		InputState: inputState,
+		Jobs:       map[string]*JobState{},
+		Workflow:   WorkflowState{Places: map[string]int{}},
+		Unreached:  []string{},
+		Moves:      []Move{},
+	}
+}
+
+// LoadState reads state.json. A run on which no step has committed has none;
+// LoadState then returns nil and no error, unless effect journals exist,
+// which only a step writes: then the state is missing and cannot be trusted.
+func (r *Run) LoadState() (*State, error) {
+	path := r.path("state.json")
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if names, _ := os.ReadDir(r.path("effects")); len(names) > 0 {
+			return nil, untrusted(path, "it is missing, yet effects were journaled")
+		}
+		return nil, nil
+	}
+	if err != nil {
+		return nil, &RecordError{Path: path, Err: err}
+	}
+	var s State
+	if err := decodeRecord(path, data, &s, StateFormat, func() int { return s.Format }); err != nil {
+		return nil, err
+	}
+	if s.Jobs == nil {
+		s.Jobs = map[string]*JobState{}
+	}
+	for name, j := range s.Jobs {
+		if j == nil {
+			return nil, untrusted(path, "job %s has no record", name)
+		}
+	}
+	if s.Workflow.Places == nil {
+		s.Workflow.Places = map[string]int{}
+	}
+	return &s, nil
+}
+
+// SaveState replaces state.json with s. label names the write point.
+func (r *Run) SaveState(label string, s *State) error {
+	data, err := encode(s)
+	if err != nil {
+		return err
+	}
+	return writeFile(label, r.path("state.json"), data)
+}

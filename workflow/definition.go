@@ -1,0 +1,127 @@
+package workflow
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+)
+
+// DefaultRepairScope is what the agent orchestrator may do at a block that
+// permits a repair, unless a definition says otherwise.
+const DefaultRepairScope = "repair conditions (the environment, a missing input, a misnamed file) or remove a bad output; " +
+	"do not write or edit the content of a job's output, and do not change anything under .custodian/"
+
+// Limits bound how often code retries a job and how often the agent
+// orchestrator may repair.
+type Limits struct {
+	// Retries is how many times a refused or missing output is handed out
+	// again before the job blocks: a cycle has Retries+1 attempts.
+	Retries int
+	// Repairs is how many blocks of one subject in a row permit a repair;
+	// the next permits only stopping. Zero means every block stops.
+	Repairs int
+}
+
+// DefaultLimits: one retry (two attempts a cycle), and one repair.
+var DefaultLimits = Limits{Retries: 1, Repairs: 1}
+
+// Params are a run's parameters, given when it starts and kept in run.json.
+type Params map[string]string
+
+// Get returns the parameter key, or def when the run has none.
+func (p Params) Get(key, def string) string {
+	if v, ok := p[key]; ok {
+		return v
+	}
+	return def
+}
+
+// Definition is a workflow: an ordinary Go function that names jobs, waits on
+// them, and runs mechanical steps. It is replayed from the top at every step;
+// see the package documentation for the rules that replay imposes.
+type Definition struct {
+	// Name is the registry key a run records. A plain lower-case identifier.
+	Name string
+	// Doc says what the workflow does; its first line is listed by
+	// `custodian definitions`.
+	Doc string
+	// Limits returns the limits of a run with the given parameters. Nil means
+	// DefaultLimits for every run.
+	Limits func(Params) Limits
+	// RepairScope is what the agent orchestrator may do to repair a block.
+	// Empty means DefaultRepairScope.
+	RepairScope string
+	// Run is the workflow. A returned error blocks on workflow; an error
+	// made by Stopf stops the run.
+	Run func(ctx *Context) error
+}
+
+func (d *Definition) limits(p Params) (Limits, error) {
+	l := DefaultLimits
+	if d.Limits != nil {
+		l = d.Limits(p)
+	}
+	if l.Retries < 0 || l.Repairs < 0 {
+		return l, &DefinitionError{Definition: d.Name, Rule: fmt.Sprintf("limits %+v: no limit may be negative", l)}
+	}
+	return l, nil
+}
+
+func (d *Definition) repairScope() string {
+	if d.RepairScope == "" {
+		return DefaultRepairScope
+	}
+	return d.RepairScope
+}
+
+var namePattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
+
+// Registry maps definition names to definitions. A binary builds one from
+// the definitions it carries and hands it to the shell.
+type Registry struct {
+	defs map[string]*Definition
+}
+
+// NewRegistry returns a registry of defs. It fails when a definition has no
+// Run, a bad name, or a name another one has.
+func NewRegistry(defs ...*Definition) (*Registry, error) {
+	r := &Registry{defs: map[string]*Definition{}}
+	for _, d := range defs {
+		if err := r.Register(d); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// Register adds d to the registry.
+func (r *Registry) Register(d *Definition) error {
+	switch {
+	case d == nil || d.Run == nil:
+		return fmt.Errorf("register definition: it has no Run function: %w", ErrDefinition)
+	case !namePattern.MatchString(d.Name):
+		return fmt.Errorf("register definition %q: a name is a lower-case identifier ([a-z][a-z0-9-]*): %w", d.Name, ErrDefinition)
+	case r.defs[d.Name] != nil:
+		return fmt.Errorf("register definition %s: the name is taken: %w", d.Name, ErrDefinition)
+	}
+	r.defs[d.Name] = d
+	return nil
+}
+
+// Lookup returns the definition registered as name.
+func (r *Registry) Lookup(name string) (*Definition, error) {
+	if d := r.defs[name]; d != nil {
+		return d, nil
+	}
+	return nil, fmt.Errorf("definition %q: %w", name, ErrUnknownDefinition)
+}
+
+// Definitions returns every registered definition, sorted by name.
+func (r *Registry) Definitions() []*Definition {
+	out := make([]*Definition, 0, len(r.defs))
+	for _, d := range r.defs {
+		out = append(out, d)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}

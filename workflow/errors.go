@@ -1,0 +1,77 @@
+package workflow
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrDefinition means the definition broke a rule of the engine (two jobs
+	// own one path, a job reads an unaccepted output, a bad name, ...). No
+	// repair of the run can help: the definition's code must change.
+	ErrDefinition = errors.New("the definition broke a rule")
+
+	// ErrRefused means a request on a run was refused: it names something the
+	// run does not have, or asks for what the run's state does not allow.
+	ErrRefused = errors.New("refused")
+
+	// ErrUnknownDefinition means no registered definition has the name given.
+	ErrUnknownDefinition = errors.New("no such definition")
+
+	// ErrStop is what a definition returns, wrapped, to stop its run when no
+	// repair within scope can help. Make one with Stopf.
+	ErrStop = errors.New("the definition stopped the run")
+)
+
+// DefinitionError is a rule the definition broke, found while replaying it.
+type DefinitionError struct {
+	Definition string // the definition's registered name
+	Rule       string // what is wrong, in words
+}
+
+func (e *DefinitionError) Error() string {
+	return fmt.Sprintf("definition %s: %s", e.Definition, e.Rule)
+}
+
+// Unwrap returns ErrDefinition.
+func (e *DefinitionError) Unwrap() error { return ErrDefinition }
+
+// RefusedError is a request the run refuses, with what to do instead.
+type RefusedError struct {
+	Reason string
+	Hint   string // what the caller can do instead; may be empty
+}
+
+func (e *RefusedError) Error() string { return e.Reason }
+
+// Unwrap returns ErrRefused.
+func (e *RefusedError) Unwrap() error { return ErrRefused }
+
+func refused(hint, format string, args ...any) error {
+	return &RefusedError{Reason: fmt.Sprintf(format, args...), Hint: hint}
+}
+
+// Hint returns the advice an error carries for the person or program that
+// made the request, or "".
+func Hint(err error) string {
+	var h interface{ hint() string }
+	if errors.As(err, &h) {
+		return h.hint()
+	}
+	return ""
+}
+
+func (e *RefusedError) hint() string { return e.Hint }
+
+// stopError is a stop raised by the definition.
+type stopError struct{ reason string }
+
+func (e *stopError) Error() string { return e.reason }
+func (e *stopError) Unwrap() error { return ErrStop }
+
+// Stopf returns an error that, returned by a definition's Run (or by a path
+// given to Parallel), stops the run: a block on workflow that permits only
+// stopping, until the operator releases it.
+func Stopf(format string, args ...any) error {
+	return &stopError{reason: fmt.Sprintf(format, args...)}
+}

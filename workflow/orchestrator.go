@@ -1,0 +1,198 @@
+package workflow
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"slices"
+	"time"
+
+	"github.com/custodian-run/custodian/store"
+)
+
+// Version is the version of custodian this binary was built from. A run
+// records it when it starts.
+var Version = buildVersion()
+
+func buildVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		return info.Main.Version
+	}
+	return "devel"
+}
+
+// Orchestrator is the code orchestrator of one run: it replays the run's
+// definition against the run's records and decides what happens next. It
+// keeps nothing in memory between calls; every call reads the records anew
+// under the run's lock.
+type Orchestrator struct {
+	run    *store.Run
+	def    *Definition
+	params Params
+}
+
+// Start starts a run of the registered definition name in dir with params.
+// When dir is empty it creates a fresh directory under runs/ in the working
+// directory, named by the definition and the time, so that names sort by
+// start and never run out.
+func Start(reg *Registry, name, dir string, params Params) (*Orchestrator, error) {
+	def, err := reg.Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := def.limits(params); err != nil {
+		return nil, err
+	}
+	if dir == "" {
+		if dir, err = NewRunDir("runs", name); err != nil {
+			return nil, err
+		}
+	}
+	if params == nil {
+		params = Params{}
+	}
+	run, err := store.Create(dir, store.RunRecord{Definition: name, Params: params, Version: Version})
+	if err != nil {
+		return nil, err
+	}
+	return &Orchestrator{run: run, def: def, params: params}, nil
+}
+
+// NewRunDir creates and returns a new directory under base for a run of the
+// definition name: <name>-<UTC time to the nanosecond>. Names sort by the
+// time they were made, and a name that is taken moves on by a nanosecond,
+// so there is always another.
+func NewRunDir(base, name string) (string, error) {
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return "", fmt.Errorf("make run directory: %w", err)
+	}
+	t := time.Now().UTC()
+	for {
+		dir := filepath.Join(base, name+"-"+t.Format("20060102T150405.000000000Z"))
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			return filepath.Abs(dir)
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("make run directory: %w", err)
+		}
+		t = t.Add(time.Nanosecond)
+	}
+}
+
+// Open opens the run in dir with its definition from reg. It writes nothing.
+func Open(reg *Registry, dir string) (*Orchestrator, error) {
+	run, err := store.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	def, err := reg.Lookup(run.Record.Definition)
+	if err != nil {
+		return nil, &RefusedError{
+			Reason: fmt.Sprintf("open run %s: it runs definition %q, which this binary does not carry: %v", run.Dir, run.Record.Definition, err),
+			Hint:   "use the binary that started the run, or one that registers its definition",
+		}
+	}
+	return &Orchestrator{run: run, def: def, params: Params(run.Record.Params)}, nil
+}
+
+// Dir returns the run directory, absolute.
+func (o *Orchestrator) Dir() string { return o.run.Dir }
+
+// Definition returns the run's definition.
+func (o *Orchestrator) Definition() *Definition { return o.def }
+
+// Params returns the run's parameters.
+func (o *Orchestrator) Params() Params { return o.params }
+
+// locked takes the run's lock, reads the state and calls fn with it.
+func (o *Orchestrator) locked(fn func(st *store.State, fresh bool) error) error {
+	unlock, err := o.run.Lock()
+	if err != nil {
+		return fmt.Errorf("run %s: %w", o.run.Dir, err)
+	}
+	defer unlock()
+	st, err := o.run.LoadState()
+	if err != nil {
+		return err
+	}
+	fresh := st == nil
+	if fresh {
+		st = store.NewState(InputStateVersion)
+	}
+	if st.InputState != InputStateVersion {
+		return &store.RecordError{
+			Path: o.run.StatePath("state.json"),
+			Err:  fmt.Errorf("its input states were computed by algorithm version %d; this custodian computes version %d", st.InputState, InputStateVersion),
+		}
+	}
+	return fn(st, fresh)
+}
+
+// Report events: the only things the agent orchestrator reports.
+const (
+	EventLaunchFailed = "launch-failed"
+	EventRepair       = "repair"
+	EventStop         = "stop"
+)
+
+// Events lists the report events, in the order the docs give them.
+var Events = []string{EventLaunchFailed, EventRepair, EventStop}
+
+// Report records what only the agent orchestrator can see: a launch that
+// failed, a repair it made, or that it stopped. job, when given, must name a
+// job of the run. A report never advances the run and never causes an
+// acceptance; it appears in the block records of its job, or of every
+// subject when it names none.
+func (o *Orchestrator) Report(event, job, text string) (store.Report, error) {
+	if !slices.Contains(Events, event) {
+		return store.Report{}, refused("report one of: launch-failed, repair, stop",
+			"event %q is not reported; the events are launch-failed, repair, stop", event)
+	}
+	var rep store.Report
+	err := o.locked(func(st *store.State, _ bool) error {
+		if job != "" && st.Jobs[job] == nil {
+			return refused("name a job that step has handed out, or leave --job out",
+				"job %q is not a job of run %s", job, o.run.Dir)
+		}
+		var err error
+		rep, err = o.run.AppendReport(store.Report{Event: event, Job: job, Text: text, At: store.Now()})
+		return err
+	})
+	return rep, err
+}
+
+// Release lets a stopped subject, a job or "workflow", be tried again: its
+// attempts and repairs start over. Accepted outputs of other jobs are
+// untouched. Only the operator releases.
+func (o *Orchestrator) Release(subject string) error {
+	return o.locked(func(st *store.State, _ bool) error {
+		switch {
+		case len(subject) > len("effect ") && subject[:len("effect ")] == "effect ":
+			return refused("the operator records what took place with resolve RUN NAME completed|absent",
+				"%s is not released; an effect is resolved", subject)
+		case subject == "workflow":
+			if st.Workflow.Stopped == nil {
+				return refused("only a subject whose block permits only stopping is released", "workflow is not stopped")
+			}
+			st.Workflow.Stopped = nil
+			st.Workflow.Places = map[string]int{}
+		default:
+			j := st.Jobs[subject]
+			if j == nil {
+				return refused("name a job of the run, or workflow", "run %s has no job %q", o.run.Dir, subject)
+			}
+			if j.Stopped == nil {
+				return refused("only a subject whose block permits only stopping is released", "job %s is not stopped", subject)
+			}
+			j.Stopped = nil
+			j.Failures, j.BlocksTowardLimit = 0, 0
+			j.Outstanding = nil
+			j.History = nil
+		}
+		return o.run.SaveState("release", st)
+	})
+}

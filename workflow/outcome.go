@@ -1,0 +1,125 @@
+package workflow
+
+import "encoding/json"
+
+// Kind names what a step's outcome is. Each step gives exactly one: the
+// first that applies of uncertain, blocked, launch, done.
+type Kind string
+
+// The outcomes of a step.
+const (
+	// KindUncertain: an effect may or may not have taken place; only the
+	// operator can establish which.
+	KindUncertain Kind = "uncertain"
+	// KindBlocked: code cannot get past something; a repair within scope may
+	// help, or only stopping.
+	KindBlocked Kind = "blocked"
+	// KindLaunch: the agent orchestrator launches one worker per job.
+	KindLaunch Kind = "launch"
+	// KindDone: the definition ran to its end with every job accepted.
+	KindDone Kind = "done"
+)
+
+// Outcome is what a step decided.
+type Outcome struct {
+	Kind    Kind      // which outcome this is
+	Jobs    []Handout // launch: the jobs to launch, sorted by name
+	Blocks  []Block   // blocked, uncertain: every block, in a stable order
+	Effects []EffectState
+}
+
+// Handout is one job handed out for launch: one attempt.
+type Handout struct {
+	Name    string          `json:"name"`
+	Attempt int             `json:"attempt"`
+	Prompt  string          `json:"prompt"`  // absolute path of the prompt file
+	Output  string          `json:"output"`  // absolute path the worker writes
+	Problem string          `json:"problem"` // absolute path of a problem report
+	Launch  json.RawMessage `json:"launch"`  // canonical JSON; {} when none
+}
+
+// Permission is what a block lets the agent orchestrator do.
+type Permission string
+
+// What a block permits.
+const (
+	PermitRepair Permission = "repair"
+	PermitStop   Permission = "stop"
+)
+
+// BlockKind is a block's stable kind, from a closed set; scripts branch on it.
+type BlockKind string
+
+// The kinds of block. docs/blocks.md describes each and what to do.
+const (
+	// BlockNoOutput: the job's attempts ended without an output.
+	BlockNoOutput BlockKind = "no-output"
+	// BlockRefused: the job's validator refused its output.
+	BlockRefused BlockKind = "validator-refused"
+	// BlockValidatorFailed: the job's validator panicked or failed to judge.
+	BlockValidatorFailed BlockKind = "validator-failed"
+	// BlockInputChanged: a declared input, the prompt or the launch
+	// parameters changed between hand-out and judgment.
+	BlockInputChanged BlockKind = "input-changed"
+	// BlockProblemReport: the worker wrote a problem report.
+	BlockProblemReport BlockKind = "problem-report"
+	// BlockWorkflowError: the definition's own code returned an error or panicked.
+	BlockWorkflowError BlockKind = "workflow-error"
+	// BlockWorkflowStop: the definition stopped the run.
+	BlockWorkflowStop BlockKind = "workflow-stop"
+	// BlockStalled: the definition ended with nothing to hand out and not at its end.
+	BlockStalled BlockKind = "stalled"
+	// BlockEffectInputsChanged: a completed effect's inputs changed since.
+	BlockEffectInputsChanged BlockKind = "effect-inputs-changed"
+	// BlockEffectUnreached: a completed effect the definition no longer reaches.
+	BlockEffectUnreached BlockKind = "effect-unreached"
+)
+
+// Block is what code cannot get past, and what it permits.
+type Block struct {
+	Subject   string     `json:"subject"` // a job name, "workflow", or "effect NAME"
+	Kind      BlockKind  `json:"kind"`
+	Reason    string     `json:"reason"`
+	Record    string     `json:"record"` // absolute path of the block record
+	Permitted Permission `json:"permitted"`
+	Scope     string     `json:"scope"` // the repair scope; with PermitStop too
+}
+
+// EffectState is an effect whose fate is uncertain.
+type EffectState struct {
+	Name   string `json:"name"`
+	Detail string `json:"detail"`
+}
+
+// MarshalJSON renders the outcome as the one object `step --json` prints.
+func (o Outcome) MarshalJSON() ([]byte, error) {
+	switch o.Kind {
+	case KindLaunch:
+		return json.Marshal(struct {
+			Outcome Kind      `json:"outcome"`
+			Jobs    []Handout `json:"jobs"`
+		}{o.Kind, nonNil(o.Jobs)})
+	case KindBlocked:
+		return json.Marshal(struct {
+			Outcome Kind    `json:"outcome"`
+			Blocks  []Block `json:"blocks"`
+		}{o.Kind, nonNil(o.Blocks)})
+	case KindUncertain:
+		return json.Marshal(struct {
+			Outcome Kind          `json:"outcome"`
+			Effects []EffectState `json:"effects"`
+			Blocks  []Block       `json:"blocks"`
+		}{o.Kind, nonNil(o.Effects), nonNil(o.Blocks)})
+	default:
+		return json.Marshal(struct {
+			Outcome Kind `json:"outcome"`
+		}{o.Kind})
+	}
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

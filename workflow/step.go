@@ -1,0 +1,281 @@
+package workflow
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"sort"
+
+	"github.com/custodian-run/custodian/store"
+)
+
+// Step replays the definition from the top, judges every job it names,
+// commits the records atomically and returns the one outcome that applies.
+// It takes the run's lock and fails at once with store.ErrBusy when another
+// process holds it. A definition that breaks a rule fails the step with a
+// DefinitionError and changes nothing.
+//
+// A step consumes a round: it assumes every worker launched after the last
+// step has finished or failed to start, so a hand-out without an output is
+// a failed attempt.
+func (o *Orchestrator) Step() (Outcome, error) {
+	var out Outcome
+	err := o.locked(func(st *store.State, fresh bool) error {
+		if len(st.Moves) > 0 {
+			// The last step committed and ended before its moves were done.
+			if err := o.run.Perform(st.Moves); err != nil {
+				return err
+			}
+			st.Moves = []store.Move{}
+			if err := o.run.SaveState("state-moved", st); err != nil {
+				return err
+			}
+		}
+		limits, err := o.def.limits(o.params)
+		if err != nil {
+			return err
+		}
+		if s := st.Workflow.Stopped; s != nil {
+			out = Outcome{Kind: KindBlocked, Blocks: []Block{o.stoppedBlock("workflow", s)}}
+			return nil
+		}
+		r := newReplay(o, st, limits)
+		r.run()
+		if r.ruleErr != nil {
+			return r.ruleErr
+		}
+		out, err = o.commit(r)
+		return err
+	})
+	return out, err
+}
+
+func (o *Orchestrator) stoppedBlock(subject string, s *store.Stop) Block {
+	return Block{
+		Subject:   subject,
+		Kind:      BlockKind(s.Kind),
+		Reason:    s.Reason,
+		Record:    o.abs(s.Record),
+		Permitted: PermitStop,
+		Scope:     o.def.repairScope(),
+	}
+}
+
+func (o *Orchestrator) abs(rel string) string { return path.Join(o.run.Dir, rel) }
+
+// commit turns a replay into the outcome and writes the records: block
+// records and prompt files first, then state.json, whose rename is the
+// commit point, then the moves it lists, then state.json again without them.
+// A process that ends before the rename leaves the run as it was; one that
+// ends after it leaves moves owed, which the next step finishes first.
+func (o *Orchestrator) commit(r *replay) (Outcome, error) {
+	st := r.state
+	reports, err := o.run.Reports()
+	if err != nil {
+		return Outcome{}, err
+	}
+
+	byName := slices.Clone(r.order)
+	sort.Slice(byName, func(i, j int) bool { return byName[i].spec.job.Name < byName[j].spec.job.Name })
+	jobBlocked := false
+	for _, n := range byName {
+		jobBlocked = jobBlocked || n.block != nil
+	}
+	if !r.failed() && !jobBlocked && !r.ranToEnd && !hasHandout(r) {
+		// Defensive: a path ended with nothing to hand out and nothing blocking.
+		r.fail(failure{kind: BlockStalled, message: "the definition ended a path with nothing to hand out", place: "stalled"})
+	}
+
+	var blocks []Block
+	var records []record
+	for _, n := range byName {
+		if n.block != nil {
+			blocks = append(blocks, o.jobBlock(n))
+		}
+	}
+	if wb, rec := o.workflowBlock(r, reports); wb != nil {
+		blocks = append(blocks, *wb)
+		records = append(records, rec)
+	}
+	handingOut := len(blocks) == 0
+
+	// Moves, in the order jobs were named: a problem report and what lies
+	// beside it when they block; whatever is in the way of a hand-out.
+	var moves []store.Move
+	keep := func(n *named, rel string) (store.Move, error) {
+		sum, err := store.FileSHA256(r.abs(rel))
+		if err != nil {
+			return store.Move{}, err
+		}
+		st.Kept++
+		m := store.Move{
+			Source: rel,
+			Target: fmt.Sprintf("%s/jobs/%s/kept/%d-%s", store.StateDir, n.spec.job.Name, st.Kept, path.Base(rel)),
+			SHA256: sum,
+		}
+		moves = append(moves, m)
+		return m, nil
+	}
+	var launch []Handout
+	var prompts []record
+	kept := map[string][]store.Move{}
+	for _, n := range r.order {
+		switch {
+		case n.verdict == blocked && len(n.block.keep) > 0:
+			for _, rel := range n.block.keep {
+				m, err := keep(n, rel)
+				if err != nil {
+					return Outcome{}, err
+				}
+				kept[n.spec.job.Name] = append(kept[n.spec.job.Name], m)
+			}
+		case n.verdict == handout && handingOut:
+			rec := n.rec
+			if n.reopen != "" {
+				rec.Accepted = nil
+				rec.Failures = 0
+				rec.Messages, rec.History = nil, nil
+			}
+			var inTheWay []store.Move
+			for _, rel := range []string{n.spec.output, n.spec.problem} {
+				if exists(r.abs(rel)) {
+					m, err := keep(n, rel)
+					if err != nil {
+						return Outcome{}, err
+					}
+					inTheWay = append(inTheWay, m)
+				}
+			}
+			rec.Handouts++
+			in := n.current
+			rec.Outstanding = &in
+			last := cloneInputs(in)
+			rec.LastInput = &last
+			prompt := fmt.Sprintf("%s/jobs/%s/prompt-%d.md", store.StateDir, n.spec.job.Name, rec.Handouts)
+			prompts = append(prompts, record{label: "prompt", rel: prompt, data: renderPrompt(r, n, inTheWay)})
+			launch = append(launch, Handout{
+				Name:    n.spec.job.Name,
+				Attempt: rec.Handouts,
+				Prompt:  o.abs(prompt),
+				Output:  r.abs(n.spec.output),
+				Problem: r.abs(n.spec.problem),
+				Launch:  n.spec.launch,
+			})
+		}
+	}
+	for _, n := range byName {
+		if n.block != nil && n.verdict == blocked {
+			records = append(records, record{label: "block", rel: n.block.record, data: renderJobBlock(o, r, n, kept[n.spec.job.Name], reports)})
+		}
+	}
+
+	for _, n := range r.order {
+		st.Jobs[n.spec.job.Name] = n.rec
+	}
+	st.Steps++
+	st.Moves = moves
+	sort.Slice(launch, func(i, j int) bool { return launch[i].Name < launch[j].Name })
+	sort.Slice(prompts, func(i, j int) bool { return prompts[i].rel < prompts[j].rel })
+	for _, rec := range append(records, prompts...) {
+		if err := o.run.WriteRecord(rec.label, rec.rel[len(store.StateDir)+1:], rec.data); err != nil {
+			return Outcome{}, err
+		}
+	}
+	if err := o.run.SaveState("state", st); err != nil {
+		return Outcome{}, err
+	}
+	if len(moves) > 0 {
+		if err := o.run.Perform(moves); err != nil {
+			return Outcome{}, err
+		}
+		st.Moves = []store.Move{}
+		if err := o.run.SaveState("state-moved", st); err != nil {
+			return Outcome{}, err
+		}
+	}
+
+	switch {
+	case len(blocks) > 0:
+		return Outcome{Kind: KindBlocked, Blocks: blocks}, nil
+	case len(launch) > 0:
+		return Outcome{Kind: KindLaunch, Jobs: launch}, nil
+	default:
+		return Outcome{Kind: KindDone}, nil
+	}
+}
+
+// record is a prompt file or a block record to write, at a path relative to
+// the run directory.
+type record struct {
+	label string
+	rel   string
+	data  []byte
+}
+
+func hasHandout(r *replay) bool {
+	for _, n := range r.order {
+		if n.verdict == handout {
+			return true
+		}
+	}
+	return false
+}
+
+func (o *Orchestrator) jobBlock(n *named) Block {
+	return Block{
+		Subject:   n.spec.job.Name,
+		Kind:      n.block.kind,
+		Reason:    n.block.reason,
+		Record:    o.abs(n.block.record),
+		Permitted: n.block.permitted,
+		Scope:     o.def.repairScope(),
+	}
+}
+
+// workflowBlock counts this step's failures of the definition's own code,
+// by place, and returns their block. A step without failures starts every
+// count over.
+func (o *Orchestrator) workflowBlock(r *replay, reports []store.Report) (*Block, record) {
+	w := &r.state.Workflow
+	if !r.failed() {
+		w.Places = map[string]int{}
+		return nil, record{}
+	}
+	permitted := PermitRepair
+	kind := BlockWorkflowError
+	reason := r.failures[0].message
+	seen := map[string]bool{}
+	for _, f := range r.failures {
+		if f.kind != "" && kind == BlockWorkflowError {
+			kind = f.kind
+		}
+		if f.stop {
+			if kind != BlockWorkflowStop {
+				reason = f.message
+			}
+			kind, permitted = BlockWorkflowStop, PermitStop
+			continue
+		}
+		if !seen[f.place] {
+			seen[f.place] = true
+			w.Places[f.place]++
+		}
+		if w.Places[f.place] > r.limits.Repairs {
+			permitted = PermitStop
+		}
+	}
+	w.Blocks++
+	rel := fmt.Sprintf("%s/workflow/block-%d.md", store.StateDir, w.Blocks)
+	if permitted == PermitStop {
+		w.Stopped = &store.Stop{Kind: string(kind), Reason: reason, Record: rel}
+	}
+	b := &Block{
+		Subject:   "workflow",
+		Kind:      kind,
+		Reason:    reason,
+		Record:    o.abs(rel),
+		Permitted: permitted,
+		Scope:     o.def.repairScope(),
+	}
+	return b, record{label: "block", rel: rel, data: renderWorkflowBlock(b, r, reports)}
+}
