@@ -1,0 +1,161 @@
+package definitions
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/custodian-run/custodian/workflow"
+)
+
+// Scenarios of the trial definition, each a course of the loop that a real
+// harness (and the end-to-end tests) must get through.
+var Scenarios = []string{"clean", "retry", "problem", "stop", "stop-only", "parameters", "uncertain", "busy"}
+
+// Trial is the definition that tries the loop instruction in real harnesses
+// and tests the whole path end to end. Its parameter scenario picks a course;
+// see docs/trial.md.
+var Trial = &workflow.Definition{
+	Name: "trial",
+	Doc: "tries the agent orchestrator's loop: two lenses on a text, reconciled (scenarios: " +
+		strings.Join(Scenarios, ", ") + ")",
+	Limits: func(p workflow.Params) workflow.Limits {
+		if p.Get("scenario", "clean") == "stop-only" {
+			return workflow.Limits{Retries: 1, Repairs: 0}
+		}
+		return workflow.DefaultLimits
+	},
+	Run: runTrial,
+}
+
+const lensPrompt = "Read the text in the input file. %s Write a level-one heading, then one bullet per item."
+
+func runTrial(ctx *workflow.Context) error {
+	scenario := ctx.Params().Get("scenario", "clean")
+	if scenario == "busy" {
+		if err := holdIfMarked(ctx); err != nil {
+			return err
+		}
+	}
+
+	var launch map[string]any
+	if scenario == "parameters" {
+		if err := json.Unmarshal([]byte(ctx.Params().Get("launch", "{}")), &launch); err != nil {
+			return fmt.Errorf("parameter launch is not a JSON object: %w", err)
+		}
+	}
+	assumptionsValid := hasHeadingAndBody
+	if scenario == "stop" || scenario == "stop-only" {
+		assumptionsValid = refuseEverything
+	}
+	claims := ctx.Agent(workflow.Job{
+		Name: "claims", Prompt: fmt.Sprintf(lensPrompt, "List the claims it makes."),
+		Output: "claims.md", Inputs: []string{"source.md"}, Launch: launch, Validate: hasHeadingAndBody,
+	})
+	assumptions := ctx.Agent(workflow.Job{
+		Name: "assumptions", Prompt: fmt.Sprintf(lensPrompt, "List the assumptions it rests on without stating them."),
+		Output: "assumptions.md", Inputs: []string{"source.md"}, Validate: assumptionsValid,
+	})
+	ctx.Wait(claims, assumptions)
+
+	inputs := []string{"claims.md", "assumptions.md"}
+	if scenario == "problem" {
+		ctx.Agent(workflow.Job{
+			Name: "notes",
+			Prompt: "Summarize the notes in the input file under a level-one heading, one bullet per note. " +
+				"If you cannot read the input file, do not guess: report the problem instead.",
+			Output: "notes-summary.md", Inputs: []string{"notes.md"}, Validate: hasHeadingAndBody,
+		}).Wait()
+		inputs = append(inputs, "notes-summary.md")
+	}
+
+	reconcileValid := hasHeadingAndBody
+	if scenario == "retry" {
+		reconcileValid = all(hasHeadingAndBody, endsChecked)
+	}
+	ctx.Agent(workflow.Job{
+		Name: "reconcile",
+		Prompt: "Reconcile the lenses in the input files: under a level-one heading, say where the claims " +
+			"depend on the assumptions, one bullet each.",
+		Output: "reconciled.md", Inputs: inputs, Validate: reconcileValid,
+	}).Wait()
+	return nil
+}
+
+// holdIfMarked sleeps while holding the run's lock when the marker
+// <run>.hold exists, so that the busy scenario can show a second process
+// being refused. The marker is removed first, so the hold happens once.
+func holdIfMarked(ctx *workflow.Context) error {
+	marker := ctx.RunDir() + ".hold"
+	if _, err := os.Stat(marker); err != nil {
+		return nil
+	}
+	seconds, err := strconv.Atoi(ctx.Params().Get("hold", "90"))
+	if err != nil || seconds < 0 {
+		return fmt.Errorf("parameter hold is not a whole number of seconds: %q", ctx.Params().Get("hold", "90"))
+	}
+	if err := os.Remove(marker); err != nil {
+		return err
+	}
+	time.Sleep(time.Duration(seconds) * time.Second)
+	return nil
+}
+
+func hasHeadingAndBody(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	var problems []string
+	if !strings.HasPrefix(lines[0], "# ") {
+		problems = append(problems, "start with a level-one heading (a first line that begins with '# ')")
+	}
+	if len(lines) < 3 {
+		problems = append(problems, "write at least three lines: the heading and a body under it")
+	}
+	if len(problems) > 0 {
+		return workflow.Refuse(problems...)
+	}
+	return nil
+}
+
+func endsChecked(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if strings.TrimSpace(lines[len(lines)-1]) != "Checked: yes" {
+		return workflow.Refuse("end with the line 'Checked: yes' once every bullet names the assumption it depends on")
+	}
+	return nil
+}
+
+func refuseEverything(string) error {
+	return workflow.Refuse("the output must be empty and must also start with a level-one heading")
+}
+
+func all(validators ...workflow.Validator) workflow.Validator {
+	return func(path string) error {
+		var messages []string
+		for _, v := range validators {
+			var refusal *workflow.Refusal
+			err := v(path)
+			switch {
+			case errors.As(err, &refusal):
+				messages = append(messages, refusal.Messages...)
+			case err != nil:
+				return err
+			}
+		}
+		if len(messages) > 0 {
+			return workflow.Refuse(messages...)
+		}
+		return nil
+	}
+}
