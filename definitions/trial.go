@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -83,7 +85,60 @@ func runTrial(ctx *workflow.Context) error {
 			"depend on the assumptions, one bullet each.",
 		Output: "reconciled.md", Inputs: inputs, Validate: reconcileValid,
 	}).Wait()
+
+	if scenario == "uncertain" {
+		published := ctx.RunDir() + ".published"
+		ctx.Effect("publish", func() error { return publish(ctx, published) },
+			workflow.EffectInputs("reconciled.md"),
+			workflow.Recognize(func() (workflow.Recognition, error) { return recognizePublished(published) }))
+	}
 	return nil
+}
+
+// PublishInterruptedStatus is the exit status of a process that the
+// uncertain scenario ends while publishing.
+const PublishInterruptedStatus = 9
+
+// publish copies reconciled.md to <run>.published/ and then writes an index
+// there. When the marker <run>.interrupt exists it removes the marker and
+// ends the process between the two writes, as a crash would, so that the
+// next step finds the effect started and half done.
+func publish(ctx *workflow.Context, published string) error {
+	data, err := os.ReadFile(ctx.Path("reconciled.md"))
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(published, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(published, "reconciled.md"), data, 0o644); err != nil {
+		return err
+	}
+	marker := ctx.RunDir() + ".interrupt"
+	if _, err := os.Stat(marker); err == nil {
+		if err := os.Remove(marker); err != nil {
+			return err
+		}
+		fmt.Fprintln(os.Stderr, "the process ended while publishing")
+		os.Exit(PublishInterruptedStatus)
+	}
+	return os.WriteFile(filepath.Join(published, "index.md"), []byte("# Published\n\n- reconciled.md\n"), 0o644)
+}
+
+// recognizePublished establishes what a publish that was cut short did:
+// both files mean it completed, neither that it never began, one alone that
+// nobody can tell.
+func recognizePublished(published string) (workflow.Recognition, error) {
+	_, errDoc := os.Stat(filepath.Join(published, "reconciled.md"))
+	_, errIndex := os.Stat(filepath.Join(published, "index.md"))
+	switch {
+	case errDoc == nil && errIndex == nil:
+		return workflow.Completed, nil
+	case errors.Is(errDoc, fs.ErrNotExist) && errors.Is(errIndex, fs.ErrNotExist):
+		return workflow.Absent, nil
+	default:
+		return workflow.Unknown, nil
+	}
 }
 
 // holdIfMarked sleeps while holding the run's lock when the marker

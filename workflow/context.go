@@ -3,8 +3,8 @@ package workflow
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"runtime/debug"
 	"strings"

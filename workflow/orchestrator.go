@@ -196,3 +196,52 @@ func (o *Orchestrator) Release(subject string) error {
 		return o.run.SaveState("release", st)
 	})
 }
+
+// Resolve records what the operator established about an effect whose fate
+// code cannot settle: one left started, one whose inputs changed after it
+// completed, or one the definition no longer reaches. Completed lets it
+// stand with its inputs as they are now; absent withdraws it, so that it
+// runs again when the definition reaches it. Only the operator resolves.
+func (o *Orchestrator) Resolve(name string, what Recognition) error {
+	if what != Completed && what != Absent {
+		return refused("resolve completed or absent", "an effect cannot be resolved as %s; establish whether it took place (completed) or not (absent)", what)
+	}
+	return o.locked(func(st *store.State, _ bool) error {
+		effects, err := o.run.Effects()
+		if err != nil {
+			return err
+		}
+		e := effects[name]
+		if e == nil || e.Status == store.EffectAbsent {
+			return refused("step names the effects whose fate is open", "no effect named %q is recorded in run %s", name, o.run.Dir)
+		}
+		keys := make([]string, len(e.Inputs))
+		for i, f := range e.Inputs {
+			keys[i] = f.Path
+		}
+		current, err := filesState(o.run.Dir, keys)
+		if err != nil {
+			return err
+		}
+		unreached := slices.Contains(st.Unreached, name)
+		if e.Status == store.EffectCompleted && e.State == digestFiles(current) && !unreached {
+			return refused("", "effect %s is completed and matches its inputs; there is nothing to resolve", name)
+		}
+		e.At, e.By = store.Now(), "operator"
+		if what == Absent {
+			e.Status = store.EffectAbsent
+		} else {
+			e.Status = store.EffectCompleted
+			e.Inputs, e.State = current, digestFiles(current)
+			e.Required = e.Required && !unreached
+		}
+		if err := o.run.SaveEffect("resolve", e); err != nil {
+			return err
+		}
+		if unreached {
+			st.Unreached = slices.DeleteFunc(st.Unreached, func(n string) bool { return n == name })
+			return o.run.SaveState("resolve-state", st)
+		}
+		return nil
+	})
+}

@@ -119,3 +119,20 @@ func writeReports(b *strings.Builder, subject string, reports []store.Report) {
 		b.WriteString("\n")
 	}
 }
+
+// renderEffectBlock writes an effect's block record. Code never repeats or
+// undoes an effect, so only the operator can settle it.
+func renderEffectBlock(o *Orchestrator, blk Block, eb effectBlock, reports []store.Report) []byte {
+	var b strings.Builder
+	blockHeader(&b, blk.Subject, blk.Kind, blk.Reason, blk.Permitted, blk.Scope)
+	inputs := "none"
+	if len(eb.inputs) > 0 {
+		inputs = strings.Join(eb.inputs, ", ")
+	}
+	fmt.Fprintf(&b, "- Inputs: %s\n\n", inputs)
+	fmt.Fprintf(&b, "The operator establishes what is outside and records it with "+
+		"`custodian resolve %s %s completed` (it stands) or `custodian resolve %s %s absent` (it runs again when reached).\n",
+		o.run.Dir, eb.name, o.run.Dir, eb.name)
+	writeReports(&b, "workflow", reports)
+	return []byte(b.String())
+}

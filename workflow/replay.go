@@ -15,6 +15,7 @@ import (
 // reads the state and judges jobs as they are named; it writes nothing. The
 // step commits what it found afterwards.
 type replay struct {
+	store  *store.Run
 	dir    string
 	def    *Definition
 	defPkg string
@@ -28,7 +29,14 @@ type replay struct {
 	readers  map[string][]*named
 	failures []failure
 	ruleErr  error
+	ioErr    error
 	ranToEnd bool
+
+	effects      map[string]*store.Effect // journals, as read and as written in this step
+	fresh        bool                     // no state.json exists yet
+	reached      map[string]bool          // effects declared in this step
+	uncertain    []EffectState
+	effectBlocks []effectBlock
 }
 
 // verdict is what judging a job decided.
@@ -63,8 +71,9 @@ type jobBlock struct {
 	keep      []string // run-relative files to move aside, in order
 }
 
-func newReplay(o *Orchestrator, st *store.State, limits Limits) *replay {
+func newReplay(o *Orchestrator, st *store.State, fresh bool, effects map[string]*store.Effect, limits Limits) *replay {
 	return &replay{
+		store:   o.run,
 		dir:     o.run.Dir,
 		def:     o.def,
 		defPkg:  funcPackage(o.def.Run),
@@ -74,6 +83,9 @@ func newReplay(o *Orchestrator, st *store.State, limits Limits) *replay {
 		named:   map[string]*named{},
 		owners:  map[string]string{},
 		readers: map[string][]*named{},
+		effects: effects,
+		fresh:   fresh,
+		reached: map[string]bool{},
 	}
 }
 

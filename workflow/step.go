@@ -35,14 +35,30 @@ func (o *Orchestrator) Step() (Outcome, error) {
 		if err != nil {
 			return err
 		}
+		effects, err := o.run.Effects()
+		if err != nil {
+			return err
+		}
 		if s := st.Workflow.Stopped; s != nil {
+			// The definition does not run while the workflow is stopped, so an
+			// effect left started cannot be recognized: its fate is uncertain.
 			out = Outcome{Kind: KindBlocked, Blocks: []Block{o.stoppedBlock("workflow", s)}}
+			for _, name := range store.EffectNames(effects) {
+				if effects[name].Status == store.EffectStarted {
+					out.Kind = KindUncertain
+					out.Effects = append(out.Effects, EffectState{Name: name,
+						Detail: "the effect started and its completion was not recorded; the workflow is stopped"})
+				}
+			}
 			return nil
 		}
-		r := newReplay(o, st, limits)
+		r := newReplay(o, st, fresh, effects, limits)
 		r.run()
 		if r.ruleErr != nil {
 			return r.ruleErr
+		}
+		if r.ioErr != nil {
+			return r.ioErr
 		}
 		out, err = o.commit(r)
 		return err
@@ -75,13 +91,16 @@ func (o *Orchestrator) commit(r *replay) (Outcome, error) {
 		return Outcome{}, err
 	}
 
+	if r.ranToEnd {
+		r.checkUnreached()
+	}
 	byName := slices.Clone(r.order)
 	sort.Slice(byName, func(i, j int) bool { return byName[i].spec.job.Name < byName[j].spec.job.Name })
 	jobBlocked := false
 	for _, n := range byName {
 		jobBlocked = jobBlocked || n.block != nil
 	}
-	if !r.failed() && !jobBlocked && !r.ranToEnd && !hasHandout(r) {
+	if !r.failed() && !jobBlocked && len(r.effectBlocks) == 0 && len(r.uncertain) == 0 && !r.ranToEnd && !hasHandout(r) {
 		// Defensive: a path ended with nothing to hand out and nothing blocking.
 		r.fail(failure{kind: BlockStalled, message: "the definition ended a path with nothing to hand out", place: "stalled"})
 	}
@@ -96,6 +115,31 @@ func (o *Orchestrator) commit(r *replay) (Outcome, error) {
 	if wb, rec := o.workflowBlock(r, reports); wb != nil {
 		blocks = append(blocks, *wb)
 		records = append(records, rec)
+	}
+	sort.Slice(r.effectBlocks, func(i, j int) bool { return r.effectBlocks[i].name < r.effectBlocks[j].name })
+	for _, eb := range r.effectBlocks {
+		b, rec := o.effectBlock(eb, reports)
+		blocks = append(blocks, b)
+		records = append(records, rec)
+	}
+
+	if len(r.uncertain) > 0 {
+		// An uncertain step counts nothing and changes no job's state. It
+		// writes the records of the blocks it carries, so that the paths it
+		// prints hold what it found; the next counted step writes them again.
+		for _, n := range byName {
+			if n.verdict == blocked {
+				records = append(records, record{label: "block", rel: n.block.record, data: renderJobBlock(o, r, n, nil, reports)})
+			}
+		}
+		for _, rec := range records {
+			if err := o.run.WriteRecord(rec.label, rec.rel[len(store.StateDir)+1:], rec.data); err != nil {
+				return Outcome{}, err
+			}
+		}
+		effects := slices.Clone(r.uncertain)
+		sort.Slice(effects, func(i, j int) bool { return effects[i].Name < effects[j].Name })
+		return Outcome{Kind: KindUncertain, Effects: effects, Blocks: blocks}, nil
 	}
 	handingOut := len(blocks) == 0
 
@@ -278,4 +322,49 @@ func (o *Orchestrator) workflowBlock(r *replay, reports []store.Report) (*Block,
 		Scope:     o.def.repairScope(),
 	}
 	return b, record{label: "block", rel: rel, data: renderWorkflowBlock(b, r, reports)}
+}
+
+// checkUnreached holds the definition, which ran to its end, to the effects
+// it did not reach in this step: an effect stays owed after the definition
+// stops calling it. A started one is uncertain, since its recognizer lives
+// at the call site that is no longer reached; a completed one that is still
+// required blocks, permitting only stopping, until the operator resolves it.
+func (r *replay) checkUnreached() {
+	var unreached []string
+	for _, name := range store.EffectNames(r.effects) {
+		e := r.effects[name]
+		if r.reached[name] {
+			continue
+		}
+		switch {
+		case e.Status == store.EffectStarted:
+			r.uncertain = append(r.uncertain, EffectState{Name: name,
+				Detail: "the effect started, its completion was not recorded, and the definition no longer reaches it"})
+		case e.Status == store.EffectCompleted && e.Required:
+			unreached = append(unreached, name)
+			var inputs []string
+			for _, f := range e.Inputs {
+				inputs = append(inputs, f.Path)
+			}
+			r.effectBlocks = append(r.effectBlocks, effectBlock{name: name, kind: BlockEffectUnreached,
+				reason: "the effect is completed and the definition no longer reaches it", inputs: inputs})
+		}
+	}
+	if unreached == nil {
+		unreached = []string{}
+	}
+	r.state.Unreached = unreached
+}
+
+func (o *Orchestrator) effectBlock(eb effectBlock, reports []store.Report) (Block, record) {
+	rel := fmt.Sprintf("%s/effect-blocks/%s.md", store.StateDir, eb.name)
+	b := Block{
+		Subject:   "effect " + eb.name,
+		Kind:      eb.kind,
+		Reason:    eb.reason,
+		Record:    o.abs(rel),
+		Permitted: PermitStop,
+		Scope:     o.def.repairScope(),
+	}
+	return b, record{label: "block", rel: rel, data: renderEffectBlock(o, b, eb, reports)}
 }

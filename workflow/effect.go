@@ -1,0 +1,231 @@
+package workflow
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strings"
+
+	"github.com/custodian-run/custodian/store"
+)
+
+// Recognition is what a recognizer establishes about an effect whose start
+// was journaled and whose completion was not.
+type Recognition int
+
+// What a recognizer can establish.
+const (
+	// Unknown: neither can be established, e.g. a publish that went part way.
+	Unknown Recognition = iota
+	// Completed: the effect took place in full.
+	Completed
+	// Absent: nothing took place, so running it is safe.
+	Absent
+)
+
+func (r Recognition) String() string {
+	switch r {
+	case Completed:
+		return "completed"
+	case Absent:
+		return "absent"
+	default:
+		return "unknown"
+	}
+}
+
+// Recognizer looks at the world after a process ended inside an effect and
+// says what took place. An error means it could not tell.
+type Recognizer func() (Recognition, error)
+
+// EffectOption configures an effect.
+type EffectOption func(*effectSpec)
+
+// EffectInputs declares the files an effect depends on. Their hashes are
+// journaled when it starts; a completed effect whose inputs change later
+// stops the run, because code never repeats or undoes an effect.
+func EffectInputs(paths ...string) EffectOption {
+	return func(e *effectSpec) { e.inputs = append(e.inputs, paths...) }
+}
+
+// Recognize gives the effect a recognizer, asked only when a previous step
+// journaled the effect's start and not its completion.
+func Recognize(r Recognizer) EffectOption {
+	return func(e *effectSpec) { e.recognize = r }
+}
+
+type effectSpec struct {
+	name      string
+	inputs    []string // keys, sorted, unique
+	recognize Recognizer
+}
+
+// Effect runs do at most once in the run: it journals the effect as started,
+// runs do, and journals it as completed. Use it for a step that changes the
+// world outside the run or whose result cannot be reproduced (the clock, a
+// branch resolved to a commit); a value it produces belongs in a file that
+// later steps read.
+//
+// When a process ended inside an earlier run of do, the recognizer says what
+// took place: completed lets it stand, absent runs it again, and unknown (or
+// no recognizer, or one that fails) makes the step's outcome uncertain until
+// the operator resolves it. An error or a panic in do ends the calling path
+// and blocks on workflow, however the definition handles it; the next step
+// asks the recognizer.
+func (c *Context) Effect(name string, do func() error, opts ...EffectOption) {
+	r := c.r
+	e := &effectSpec{name: name}
+	for _, opt := range opts {
+		opt(e)
+	}
+	if err := r.declareEffect(e); err != nil {
+		r.breakRule(err)
+	}
+	current, err := filesState(r.dir, e.inputs)
+	if err != nil {
+		r.breakRule(r.rule("effect %s: %v", name, err))
+	}
+	rec := r.effects[name]
+	if rec != nil && rec.Status == store.EffectStarted {
+		recognition, why := recognize(e.recognize)
+		switch recognition {
+		case Completed:
+			rec.Status, rec.At, rec.By = store.EffectCompleted, store.Now(), "recognizer"
+			r.save(r.store.SaveEffect("effect-recognized", rec))
+		case Absent:
+			rec = nil
+		default:
+			r.uncertain = append(r.uncertain, EffectState{Name: name,
+				Detail: "the effect started and its completion was not recorded; " + why})
+			runtime.Goexit()
+		}
+	}
+	if rec == nil || rec.Status == store.EffectAbsent {
+		r.runEffect(e, rec, current, do)
+		return
+	}
+	if rec.State != digestFiles(current) {
+		r.effectBlocks = append(r.effectBlocks, effectBlock{name: name, kind: BlockEffectInputsChanged,
+			reason: "the effect is completed and its inputs have changed since: " + strings.Join(changes(
+				store.Inputs{Files: rec.Inputs}, store.Inputs{Files: current}), ", "),
+			inputs: e.inputs})
+	}
+}
+
+func (r *replay) declareEffect(e *effectSpec) error {
+	if !namePattern.MatchString(e.name) {
+		return r.rule("effect name %q is not a plain lower-case identifier ([a-z][a-z0-9-]*)", e.name)
+	}
+	if r.reached[e.name] {
+		return r.rule("effect %s is declared twice in one step; give each effect its own name", e.name)
+	}
+	r.reached[e.name] = true
+	var keys []string
+	for _, in := range e.inputs {
+		key := inputKey(r.dir, in)
+		if key == "" {
+			return r.rule("effect %s: input %q is not a file path", e.name, in)
+		}
+		keys = append(keys, key)
+	}
+	slices.Sort(keys)
+	e.inputs = slices.Compact(keys)
+	return nil
+}
+
+// runEffect journals the start, runs do, and journals the completion. Each
+// journal write is atomic and happens at once, not at the step's commit,
+// because the process may end inside do.
+func (r *replay) runEffect(e *effectSpec, prev *store.Effect, current []store.FileHash, do func() error) {
+	rec := &store.Effect{Name: e.name, Status: store.EffectStarted, Inputs: current,
+		State: digestFiles(current), Required: true, At: store.Now(), By: "step"}
+	if prev != nil {
+		rec.Runs = prev.Runs
+	}
+	rec.Runs++
+	if r.fresh {
+		// A journal without a state beside it could not be trusted.
+		r.save(r.store.SaveState("state-new", r.state))
+		r.fresh = false
+	}
+	r.save(r.store.SaveEffect("effect-started", rec))
+	r.effects[e.name] = rec
+	if f := r.callEffect(e.name, do); f != nil {
+		r.fail(*f)
+		runtime.Goexit()
+	}
+	rec.Status, rec.At = store.EffectCompleted, store.Now()
+	r.save(r.store.SaveEffect("effect-completed", rec))
+}
+
+// callEffect runs do and turns an error or a panic into a failure counted at
+// the definition's line that declared the effect.
+func (r *replay) callEffect(name string, do func() error) (f *failure) {
+	at := r.place(callers(3))
+	defer func() {
+		if v := recover(); v != nil {
+			pf := r.panicFailure(v, callers(0), debug.Stack())
+			pf.message = fmt.Sprintf("effect %s: %s", name, pf.message)
+			f = &pf
+		}
+	}()
+	if err := do(); err != nil {
+		ef := r.errorFailure(fmt.Errorf("effect %s: %w", name, err), at)
+		return &ef
+	}
+	return nil
+}
+
+// save ends the step when a journal write fails: the effect's fate must not
+// be left to a record that was not written.
+func (r *replay) save(err error) {
+	if err != nil {
+		if r.ioErr == nil {
+			r.ioErr = err
+		}
+		runtime.Goexit()
+	}
+}
+
+// recognize asks a recognizer, turning its absence, its failure or a panic
+// into Unknown with the reason.
+func recognize(rec Recognizer) (result Recognition, why string) {
+	if rec == nil {
+		return Unknown, "the definition gives no recognizer"
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			result, why = Unknown, fmt.Sprintf("the recognizer failed: %v", v)
+		}
+	}()
+	got, err := rec()
+	switch {
+	case err != nil:
+		return Unknown, "the recognizer failed: " + err.Error()
+	case got == Completed || got == Absent:
+		return got, ""
+	default:
+		return Unknown, "the recognizer could not establish whether it took place"
+	}
+}
+
+// filesState hashes declared files the way input states do.
+func filesState(runDir string, keys []string) ([]store.FileHash, error) {
+	in, err := inputState(runDir, &spec{inputs: keys})
+	return in.Files, err
+}
+
+// digestFiles is the digest of an effect's inputs: an input state with no
+// prompt and no launch parameters.
+func digestFiles(files []store.FileHash) string {
+	return digest(store.Inputs{Files: files})
+}
+
+// effectBlock is an effect out of step with the run, judged anew each step.
+type effectBlock struct {
+	name   string
+	kind   BlockKind
+	reason string
+	inputs []string
+}
