@@ -86,7 +86,8 @@ func (c *Context) Effect(name string, do func() error, opts ...EffectOption) {
 	if err != nil {
 		r.breakRule(r.rule("effect %s: %v", name, err))
 	}
-	rec := r.effects[name]
+	prev := r.effects[name]
+	rec := prev
 	if rec != nil && rec.Status == store.EffectStarted {
 		recognition, why := recognize(e.recognize)
 		switch recognition {
@@ -102,7 +103,7 @@ func (c *Context) Effect(name string, do func() error, opts ...EffectOption) {
 		}
 	}
 	if rec == nil || rec.Status == store.EffectAbsent {
-		r.runEffect(e, rec, current, do)
+		r.runEffect(e, prev, current, do)
 		return
 	}
 	if rec.State != digestFiles(current) {

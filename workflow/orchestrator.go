@@ -17,11 +17,29 @@ import (
 // records it when it starts.
 var Version = buildVersion()
 
+// buildVersion reads the module version, or for a build from a checkout
+// the commit it was built from, marked dirty when the tree had changes.
 func buildVersion() string {
-	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
-		return info.Main.Version
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
 	}
-	return "devel"
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	version, dirty := "devel", false
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			version += "+" + s.Value[:min(12, len(s.Value))]
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if dirty {
+		version += "-dirty"
+	}
+	return version
 }
 
 // Orchestrator is the code orchestrator of one run: it replays the run's
@@ -108,28 +126,43 @@ func (o *Orchestrator) Definition() *Definition { return o.def }
 // Params returns the run's parameters.
 func (o *Orchestrator) Params() Params { return o.params }
 
-// locked takes the run's lock, reads the state and calls fn with it.
-func (o *Orchestrator) locked(fn func(st *store.State, fresh bool) error) error {
+// records are a run's records as one command read them under the lock.
+type records struct {
+	state   *store.State
+	fresh   bool // no step has committed: state is new, not read
+	effects map[string]*store.Effect
+	reports []store.Report
+}
+
+// locked takes the run's lock, reads every record and calls fn with them.
+// Every command reads them all, so that a record that cannot be trusted
+// stops every command, not only the one that happens to need it.
+func (o *Orchestrator) locked(fn func(rec *records) error) error {
 	unlock, err := o.run.Lock()
 	if err != nil {
 		return fmt.Errorf("run %s: %w", o.run.Dir, err)
 	}
 	defer unlock()
-	st, err := o.run.LoadState()
-	if err != nil {
+	rec := &records{}
+	if rec.state, err = o.run.LoadState(); err != nil {
 		return err
 	}
-	fresh := st == nil
-	if fresh {
-		st = store.NewState(InputStateVersion)
+	if rec.state == nil {
+		rec.state, rec.fresh = store.NewState(InputStateVersion), true
 	}
-	if st.InputState != InputStateVersion {
+	if v := rec.state.InputState; v != InputStateVersion {
 		return &store.RecordError{
 			Path: o.run.StatePath("state.json"),
-			Err:  fmt.Errorf("its input states were computed by algorithm version %d; this custodian computes version %d", st.InputState, InputStateVersion),
+			Err:  fmt.Errorf("its input states were computed by algorithm version %d; this custodian computes version %d", v, InputStateVersion),
 		}
 	}
-	return fn(st, fresh)
+	if rec.effects, err = o.run.Effects(); err != nil {
+		return err
+	}
+	if rec.reports, err = o.run.Reports(); err != nil {
+		return err
+	}
+	return fn(rec)
 }
 
 // Report events: the only things the agent orchestrator reports.
@@ -153,8 +186,8 @@ func (o *Orchestrator) Report(event, job, text string) (store.Report, error) {
 			"event %q is not reported; the events are launch-failed, repair, stop", event)
 	}
 	var rep store.Report
-	err := o.locked(func(st *store.State, _ bool) error {
-		if job != "" && st.Jobs[job] == nil {
+	err := o.locked(func(rec *records) error {
+		if job != "" && rec.state.Jobs[job] == nil {
 			return refused("name a job that step has handed out, or leave --job out",
 				"job %q is not a job of run %s", job, o.run.Dir)
 		}
@@ -169,7 +202,8 @@ func (o *Orchestrator) Report(event, job, text string) (store.Report, error) {
 // attempts and repairs start over. Accepted outputs of other jobs are
 // untouched. Only the operator releases.
 func (o *Orchestrator) Release(subject string) error {
-	return o.locked(func(st *store.State, _ bool) error {
+	return o.locked(func(rec *records) error {
+		st := rec.state
 		switch {
 		case len(subject) > len("effect ") && subject[:len("effect ")] == "effect ":
 			return refused("the operator records what took place with resolve RUN NAME completed|absent",
@@ -202,16 +236,15 @@ func (o *Orchestrator) Release(subject string) error {
 // completed, or one the definition no longer reaches. Completed lets it
 // stand with its inputs as they are now; absent withdraws it, so that it
 // runs again when the definition reaches it. Only the operator resolves.
+// An effect resolved as completed is no longer owed: a definition that
+// stops reaching it does not block on it.
 func (o *Orchestrator) Resolve(name string, what Recognition) error {
 	if what != Completed && what != Absent {
 		return refused("resolve completed or absent", "an effect cannot be resolved as %s; establish whether it took place (completed) or not (absent)", what)
 	}
-	return o.locked(func(st *store.State, _ bool) error {
-		effects, err := o.run.Effects()
-		if err != nil {
-			return err
-		}
-		e := effects[name]
+	return o.locked(func(rec *records) error {
+		st := rec.state
+		e := rec.effects[name]
 		if e == nil || e.Status == store.EffectAbsent {
 			return refused("step names the effects whose fate is open", "no effect named %q is recorded in run %s", name, o.run.Dir)
 		}
@@ -232,8 +265,10 @@ func (o *Orchestrator) Resolve(name string, what Recognition) error {
 			e.Status = store.EffectAbsent
 		} else {
 			e.Status = store.EffectCompleted
+			// It stands as the operator found it: with its inputs as they are
+			// now, and no longer owed should the definition stop reaching it.
 			e.Inputs, e.State = current, digestFiles(current)
-			e.Required = e.Required && !unreached
+			e.Required = false
 		}
 		if err := o.run.SaveEffect("resolve", e); err != nil {
 			return err

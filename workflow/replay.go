@@ -192,7 +192,10 @@ func (r *replay) judge(n *named) error {
 	probPath := r.abs(n.spec.problem)
 
 	if text, err := os.ReadFile(probPath); err == nil {
-		rec.Outstanding = nil
+		// The worker said it could not do the task: whatever lies beside the
+		// report is flagged, and nothing at the output path is accepted
+		// again without a new hand-out.
+		rec.Outstanding, rec.LastInput, rec.Accepted = nil, nil, nil
 		keep := []string{n.spec.problem}
 		if exists(outPath) {
 			keep = append(keep, n.spec.output)

@@ -20,7 +20,8 @@ import (
 // a failed attempt.
 func (o *Orchestrator) Step() (Outcome, error) {
 	var out Outcome
-	err := o.locked(func(st *store.State, fresh bool) error {
+	err := o.locked(func(rec *records) error {
+		st := rec.state
 		if len(st.Moves) > 0 {
 			// The last step committed and ended before its moves were done.
 			if err := o.run.Perform(st.Moves); err != nil {
@@ -35,10 +36,7 @@ func (o *Orchestrator) Step() (Outcome, error) {
 		if err != nil {
 			return err
 		}
-		effects, err := o.run.Effects()
-		if err != nil {
-			return err
-		}
+		effects := rec.effects
 		if s := st.Workflow.Stopped; s != nil {
 			// The definition does not run while the workflow is stopped, so an
 			// effect left started cannot be recognized: its fate is uncertain.
@@ -52,7 +50,7 @@ func (o *Orchestrator) Step() (Outcome, error) {
 			}
 			return nil
 		}
-		r := newReplay(o, st, fresh, effects, limits)
+		r := newReplay(o, st, rec.fresh, effects, limits)
 		r.run()
 		if r.ruleErr != nil {
 			return r.ruleErr
@@ -60,7 +58,7 @@ func (o *Orchestrator) Step() (Outcome, error) {
 		if r.ioErr != nil {
 			return r.ioErr
 		}
-		out, err = o.commit(r)
+		out, err = o.commit(r, rec.reports)
 		return err
 	})
 	return out, err
@@ -84,12 +82,8 @@ func (o *Orchestrator) abs(rel string) string { return path.Join(o.run.Dir, rel)
 // commit point, then the moves it lists, then state.json again without them.
 // A process that ends before the rename leaves the run as it was; one that
 // ends after it leaves moves owed, which the next step finishes first.
-func (o *Orchestrator) commit(r *replay) (Outcome, error) {
+func (o *Orchestrator) commit(r *replay, reports []store.Report) (Outcome, error) {
 	st := r.state
-	reports, err := o.run.Reports()
-	if err != nil {
-		return Outcome{}, err
-	}
 
 	if r.ranToEnd {
 		r.checkUnreached()
