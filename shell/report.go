@@ -1,0 +1,35 @@
+package shell
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/custodian-run/custodian/workflow"
+	"github.com/urfave/cli/v2"
+)
+
+func reportCommand(reg *workflow.Registry) *cli.Command {
+	return &cli.Command{
+		Name:      "report",
+		Usage:     "record what only the agent orchestrator can see",
+		ArgsUsage: "RUN EVENT [--job NAME] [--text TEXT]",
+		Description: "EVENT is one of: " + strings.Join(workflow.Events, ", ") + ".\n" +
+			"A report never advances the run; it appears in the block records.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "job", Usage: "the job the report is about, one that step has handed out"},
+			&cli.StringFlag{Name: "text", Usage: "what happened, in a sentence"},
+		},
+		Action: withArgs([]string{"RUN", "EVENT"}, func(c *cli.Context, args []string) error {
+			o, err := workflow.Open(reg, args[0])
+			if err != nil {
+				return err
+			}
+			rep, err := o.Report(args[1], c.String("job"), c.String("text"))
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(c.App.Writer, "report %d recorded\n", rep.Number)
+			return err
+		}),
+	}
+}

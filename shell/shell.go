@@ -1,0 +1,295 @@
+// Package shell is custodian's command line: it parses arguments, calls the
+// engine in package workflow, prints what the engine decided and maps every
+// error to one exit code. It decides nothing itself.
+//
+// The custodian binary runs it with the built-in definitions. An author who
+// writes definitions of their own builds a binary that runs the same shell
+// with their own registry:
+//
+//	func main() {
+//		reg, err := workflow.NewRegistry(review.Definition)
+//		if err != nil {
+//			log.Fatal(err)
+//		}
+//		os.Exit(shell.Main(reg, os.Args, os.Stdout, os.Stderr))
+//	}
+package shell
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/custodian-run/custodian/store"
+	"github.com/custodian-run/custodian/workflow"
+	"github.com/urfave/cli/v2"
+)
+
+// The exit codes of every command. docs/commands.md gives the same table.
+const (
+	// ExitOK: the command did its work; for step, any outcome.
+	ExitOK = 0
+	// ExitFailed: the request was refused or failed.
+	ExitFailed = 1
+	// ExitUsage: the arguments are malformed.
+	ExitUsage = 2
+	// ExitBusy: another process holds the run's lock.
+	ExitBusy = 3
+	// ExitUntrusted: the directory is not a run, or its records cannot be trusted.
+	ExitUntrusted = 4
+	// ExitDefinition: the definition broke a rule of the engine; its code must change.
+	ExitDefinition = 5
+)
+
+// name prefixes every message, whatever the binary is called.
+const name = "custodian"
+
+// New returns the command-line application for the definitions in reg. Its
+// commands write their output to stdout and nothing else; an error is
+// returned from Run, never printed and never turned into os.Exit, so that
+// the caller (Main) maps it to an exit code in one place.
+func New(reg *workflow.Registry, stdout, stderr io.Writer) *cli.App {
+	app := &cli.App{
+		Name:      name,
+		HelpName:  name,
+		Usage:     "run code-scheduled workflows of AI agents",
+		UsageText: name + " COMMAND [arguments]",
+		Version:   workflow.Version,
+		Writer:    stdout,
+		ErrWriter: stderr,
+		Commands: []*cli.Command{
+			startCommand(reg),
+			stepCommand(reg),
+			reportCommand(reg),
+			releaseCommand(reg),
+			trialCommand(reg),
+			definitionsCommand(reg),
+		},
+		// A --param or --launch value is one KEY=VALUE, commas and all.
+		DisableSliceFlagSeparator: true,
+		HideHelpCommand:           true,
+		// Without an Action, urfave/cli answers an unknown command with its
+		// help and exit status 3, which means busy here.
+		Action:         unknownCommand,
+		OnUsageError:   flagError,
+		ExitErrHandler: func(*cli.Context, error) {},
+	}
+	for _, cmd := range app.Commands {
+		configure(cmd, name)
+	}
+	return app
+}
+
+// configure gives cmd and its subcommands the shell's handling of malformed
+// arguments: a flag error is a usage error, and there is no help command
+// that would take the place of a positional argument. Its usage line is the
+// one the docs give, flags last, which urfave/cli would print flags first.
+func configure(cmd *cli.Command, parent string) {
+	cmd.OnUsageError = flagError
+	cmd.HideHelpCommand = true
+	cmd.UsageText = strings.TrimSpace(parent + " " + cmd.Name + " " + cmd.ArgsUsage)
+	for _, sub := range cmd.Subcommands {
+		configure(sub, parent+" "+cmd.Name)
+	}
+}
+
+// Main runs the command line args (args[0] is the program) and returns the
+// exit status. It is the one place that maps errors to exit codes and prints
+// them, as "custodian: <what happened>" and, where it helps,
+// "custodian: hint: <what to do>".
+func Main(reg *workflow.Registry, args []string, stdout, stderr io.Writer) int {
+	err := New(reg, stdout, stderr).Run(args)
+	if err == nil {
+		return ExitOK
+	}
+	fmt.Fprintf(stderr, "%s: %s\n", name, err)
+	if h := hint(err); h != "" {
+		fmt.Fprintf(stderr, "%s: hint: %s\n", name, h)
+	}
+	return exitCode(err)
+}
+
+// exitCode maps an error to the exit status the docs give for it. An error
+// that is none of the named ones is a refused or failed request.
+func exitCode(err error) int {
+	var malformed *usageError
+	switch {
+	case errors.As(err, &malformed):
+		return ExitUsage
+	case errors.Is(err, store.ErrBusy):
+		return ExitBusy
+	case errors.Is(err, store.ErrNotRun), errors.Is(err, store.ErrUntrusted):
+		return ExitUntrusted
+	case errors.Is(err, workflow.ErrDefinition):
+		return ExitDefinition
+	default:
+		return ExitFailed
+	}
+}
+
+// hint says what the caller can do about err, or "". A refusal of the
+// engine carries its own hint.
+func hint(err error) string {
+	var malformed *usageError
+	switch {
+	case errors.As(err, &malformed):
+		return malformed.hint
+	case errors.Is(err, store.ErrBusy):
+		return "another custodian process is working on this run; wait for it to finish, do not start a second loop"
+	case errors.Is(err, store.ErrUntrusted):
+		return "do not edit anything under " + store.StateDir + "/; give this message to the operator"
+	case errors.Is(err, store.ErrNotRun):
+		return "check the path; start a run with " + name + " start"
+	case errors.Is(err, workflow.ErrDefinition):
+		return "the definition's code must change; give this message to the operator"
+	case errors.Is(err, workflow.ErrUnknownDefinition):
+		return name + " definitions lists the definitions this binary carries"
+	case errors.Is(err, store.ErrExists):
+		return "give a new directory with --run, or leave --run out for a fresh one under runs/"
+	default:
+		return workflow.Hint(err)
+	}
+}
+
+// usageError is a malformed command line: exit status 2.
+type usageError struct {
+	msg  string
+	hint string
+}
+
+func (e *usageError) Error() string { return e.msg }
+
+// usagef returns a usage error of the command c, with its usage as the hint.
+func usagef(c *cli.Context, format string, args ...any) error {
+	return &usageError{msg: subject(c) + fmt.Sprintf(format, args...), hint: usage(c)}
+}
+
+// subject is "step: " for a message about the step command, and nothing for
+// the command line as a whole.
+func subject(c *cli.Context) string {
+	if c.Command == nil || c.Command.HelpName == "" || c.Command.HelpName == c.App.HelpName {
+		return ""
+	}
+	return strings.TrimPrefix(c.Command.HelpName, c.App.HelpName+" ") + ": "
+}
+
+// usage is the hint of a usage error: the command's usage line.
+func usage(c *cli.Context) string {
+	if subject(c) == "" {
+		return name + " --help lists the commands"
+	}
+	return "usage: " + c.Command.UsageText
+}
+
+// flagError is every command's OnUsageError: urfave/cli's own message for a
+// flag it could not parse, as a usage error.
+func flagError(c *cli.Context, err error, _ bool) error {
+	return usagef(c, "%v", err)
+}
+
+// unknownCommand is the action of a command that only groups subcommands:
+// the app itself, and trial.
+func unknownCommand(c *cli.Context) error {
+	if !c.Args().Present() {
+		return usagef(c, "no command given")
+	}
+	return usagef(c, "unknown command %q", c.Args().First())
+}
+
+// withArgs returns an action that takes exactly the positional arguments
+// names, calls fn with them, and parses the flags that follow them.
+//
+// urfave/cli/v2 parses flags only before the first positional argument, and
+// leaves "custodian step RUN --json" with "--json" as a second argument;
+// the command line in the docs puts flags last. So withArgs parses what
+// follows: each flag is looked up among the command's own flags and set on
+// the context, as if it had come first.
+func withArgs(names []string, fn func(c *cli.Context, args []string) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		args, err := operands(c)
+		if err != nil {
+			return err
+		}
+		if c.Bool("help") {
+			return cli.ShowCommandHelp(c.Lineage()[1], c.Command.Name)
+		}
+		switch {
+		case len(args) < len(names):
+			return usagef(c, "missing %s", strings.Join(names[len(args):], " "))
+		case len(args) > len(names):
+			return usagef(c, "unexpected argument %q", args[len(names)])
+		}
+		return fn(c, args)
+	}
+}
+
+// operands sets the flags among c's arguments and returns the rest, in
+// order. A "--" ends the flags.
+func operands(c *cli.Context) ([]string, error) {
+	var args []string
+	rest := c.Args().Slice()
+	for i := 0; i < len(rest); i++ {
+		arg := rest[i]
+		if arg == "--" {
+			return append(args, rest[i+1:]...), nil
+		}
+		if len(arg) < 2 || arg[0] != '-' {
+			args = append(args, arg)
+			continue
+		}
+		flagName, value, hasValue := strings.Cut(strings.TrimLeft(arg, "-"), "=")
+		f := lookupFlag(c.Command.Flags, flagName)
+		if f == nil {
+			return nil, usagef(c, "flag provided but not defined: %s", arg)
+		}
+		switch {
+		case hasValue:
+		case takesValue(f):
+			if i+1 == len(rest) {
+				return nil, usagef(c, "flag needs an argument: %s", arg)
+			}
+			i++
+			value = rest[i]
+		default:
+			value = "true"
+		}
+		if err := c.Set(flagName, value); err != nil {
+			return nil, usagef(c, "invalid value %q for flag %s: %v", value, arg, err)
+		}
+	}
+	return args, nil
+}
+
+func lookupFlag(flags []cli.Flag, flagName string) cli.Flag {
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if n == flagName {
+				return f
+			}
+		}
+	}
+	return nil
+}
+
+func takesValue(f cli.Flag) bool {
+	v, ok := f.(cli.DocGenerationFlag)
+	return ok && v.TakesValue()
+}
+
+// pairs parses KEY=VALUE arguments of the flag flagName. A key may be given
+// once.
+func pairs(c *cli.Context, flagName string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, p := range c.StringSlice(flagName) {
+		key, value, ok := strings.Cut(p, "=")
+		if !ok || key == "" {
+			return nil, usagef(c, "--%s %q is not KEY=VALUE", flagName, p)
+		}
+		if _, dup := out[key]; dup {
+			return nil, usagef(c, "--%s %s is given twice", flagName, key)
+		}
+		out[key] = value
+	}
+	return out, nil
+}

@@ -1,0 +1,130 @@
+package trial_test
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/custodian-run/custodian/definitions"
+	"github.com/custodian-run/custodian/trial"
+	"github.com/custodian-run/custodian/workflow"
+)
+
+// buildCustodian builds the custodian binary into a temporary directory.
+// `go test` puts its own go command first on PATH.
+func buildCustodian(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the custodian binary")
+	}
+	gocmd, err := exec.LookPath("go")
+	require.NoError(t, err)
+	bin := filepath.Join(t.TempDir(), "custodian")
+	out, err := exec.Command(gocmd, "build", "-o", bin, "github.com/custodian-run/custodian/cmd/custodian").CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	return bin
+}
+
+// The scenarios whose course the scripted agent completes without an
+// ending outside the loop: uncertain ends a step with status 9, busy with 3.
+var drivenScenarios = []struct {
+	scenario string
+	final    string
+}{
+	{"clean", "final: done"},
+	{"retry", "final: done"},
+	{"problem", "final: done"},
+	{"stop", "final: blocked; the agent stopped: assumptions: the output was refused by its validator, attempt 2 of 2; no change within the repair scope fixes it"},
+	{"stop-only", "final: blocked; the agent stopped: assumptions: the output was refused by its validator, attempt 2 of 2; the block permits only stopping"},
+	{"parameters", "final: done"},
+}
+
+func TestThroughTheBinary(t *testing.T) {
+	bin := buildCustodian(t)
+
+	t.Run("the clean demo prints every round", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "run")
+		var out strings.Builder
+
+		err := trial.Demo(&out, definitions.Builtin(), bin, trial.DemoOptions{Scenarios: definitions.Scenarios, Dir: dir})
+
+		require.NoError(t, err)
+		prompt := func(job string, n int) string {
+			return filepath.Join(dir, ".custodian", "jobs", job, "prompt-") + string(rune('0'+n)) + ".md"
+		}
+		assert.Equal(t, strings.Join([]string{
+			"run: " + dir,
+			"scenario: clean",
+			"round 1: custodian step",
+			"launch",
+			"- assumptions: `" + prompt("assumptions", 1) + "`",
+			"- claims: `" + prompt("claims", 1) + "`",
+			"worker assumptions: wrote assumptions.md",
+			"worker claims: wrote claims.md",
+			"round 2: custodian step",
+			"launch",
+			"- reconcile: `" + prompt("reconcile", 1) + "`",
+			"worker reconcile: wrote reconciled.md",
+			"round 3: custodian step",
+			"done",
+			"the run is finished",
+			"final: done",
+		}, "\n")+"\n", out.String())
+	})
+
+	for _, tc := range drivenScenarios {
+		t.Run("demo "+tc.scenario, func(t *testing.T) {
+			var out strings.Builder
+
+			err := trial.Demo(&out, definitions.Builtin(), bin, trial.DemoOptions{
+				Scenario: tc.scenario, Scenarios: definitions.Scenarios, Dir: filepath.Join(t.TempDir(), "run"),
+			})
+
+			require.NoError(t, err)
+			lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+			assert.Equal(t, tc.final, lines[len(lines)-1], "the demo printed:\n%s", out.String())
+		})
+	}
+
+	// The JSON the binary prints must carry every outcome the engine gives in
+	// process: the same script drives both to the same course.
+	for _, tc := range drivenScenarios {
+		t.Run("json matches in process "+tc.scenario, func(t *testing.T) {
+			setup := func() string {
+				dir, err := trial.Setup(definitions.Builtin(), trial.SetupOptions{
+					Scenario: tc.scenario, Scenarios: definitions.Scenarios, Dir: filepath.Join(t.TempDir(), "run"),
+					Launch: launchFor(tc.scenario),
+				})
+				require.NoError(t, err)
+				return dir
+			}
+			inDir, binDir := setup(), setup()
+			o, err := workflow.Open(definitions.Builtin(), inDir)
+			require.NoError(t, err)
+
+			inProcess, err := (&trial.Agent{Runner: trial.InProcess(o), RunDir: inDir, Script: trial.ScenarioScript(tc.scenario)}).Drive()
+			require.NoError(t, err)
+			throughBinary, err := (&trial.Agent{Runner: trial.Binary(bin, binDir), RunDir: binDir, Script: trial.ScenarioScript(tc.scenario)}).Drive()
+			require.NoError(t, err)
+
+			assert.Equal(t, course(inProcess.Steps), course(throughBinary.Steps))
+			assert.Equal(t, inProcess.Reports, throughBinary.Reports)
+			for i, step := range throughBinary.Steps {
+				for j, h := range step.Jobs {
+					assert.JSONEq(t, string(inProcess.Steps[i].Jobs[j].Launch), string(h.Launch), "step %d job %s", i+1, h.Name)
+				}
+			}
+		})
+	}
+}
+
+func launchFor(scenario string) map[string]string {
+	if scenario == "parameters" {
+		return map[string]string{"model": "small"}
+	}
+	return nil
+}
