@@ -35,6 +35,9 @@ func decodeStrict(data []byte, v any) error {
 // reports the first field that is missing, unknown or null where the type
 // cannot hold null. Type mismatches are left to encoding/json.
 func checkShape(raw any, t reflect.Type, at string) error {
+	if t == rawMessage {
+		return nil // any JSON value; its reader checks it
+	}
 	if raw == nil {
 		switch t.Kind() {
 		case reflect.Pointer, reflect.Interface, reflect.Slice, reflect.Map:
@@ -97,6 +100,8 @@ func checkShape(raw any, t reflect.Type, at string) error {
 	}
 	return nil
 }
+
+var rawMessage = reflect.TypeOf(json.RawMessage(nil))
 
 // encode renders a record the way every record is stored: indented JSON with
 // a final newline, no HTML escaping. Struct fields keep their declared order

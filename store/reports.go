@@ -21,6 +21,11 @@ type Report struct {
 	Job    string `json:"job"` // empty when the report names no job
 	Text   string `json:"text"`
 	At     string `json:"at"`
+	// Seq is how many commands had committed their history when the report
+	// was made: in the run's history it follows history/<Seq>.jsonl.
+	Seq int `json:"seq"`
+	// Step is how many steps had given an outcome when it was made.
+	Step int `json:"step"`
 }
 
 // Reports reads every report, oldest first. A line it cannot fully

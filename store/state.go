@@ -15,13 +15,27 @@ type State struct {
 	Format int `json:"format"`
 	// InputState is the version of the algorithm that computed every input
 	// state in this record; a run hashed another way cannot be judged.
-	InputState int                  `json:"input_state"`
-	Steps      int                  `json:"steps"`
-	Jobs       map[string]*JobState `json:"jobs"`
-	Workflow   WorkflowState        `json:"workflow"`
-	Unreached  []string             `json:"unreached"`
-	Moves      []Move               `json:"moves"`
-	Kept       int                  `json:"kept"`
+	InputState int `json:"input_state"`
+	// Steps counts the steps that gave an outcome; the n-th is step n.
+	Steps int `json:"steps"`
+	// Replayed is the last step that ran the definition, and Named the jobs
+	// it named, sorted: a job with a record and not named is no longer part
+	// of the run's course.
+	Replayed int      `json:"replayed"`
+	Named    []string `json:"named"`
+	// Seq counts the commands whose history is committed: history/1.jsonl
+	// to history/<Seq>.jsonl. A history file numbered above it belongs to a
+	// command that ended before its commit, and is not history.
+	Seq int `json:"seq"`
+	// Effects is what the history has recorded of each effect's journal, so
+	// that a journal that changed without a committed history (a process
+	// that ended inside an effect) is recorded by the next command.
+	Effects   map[string]EffectSeen `json:"effects"`
+	Jobs      map[string]*JobState  `json:"jobs"`
+	Workflow  WorkflowState         `json:"workflow"`
+	Unreached []string              `json:"unreached"`
+	Moves     []Move                `json:"moves"`
+	Kept      int                   `json:"kept"`
 }
 
 // JobState is one job's record.
@@ -49,6 +63,12 @@ type JobState struct {
 	LastFailure *Failure `json:"last_failure"`
 	// Stopped is set while a block that permits only stopping stands.
 	Stopped *Stop `json:"stopped"`
+}
+
+// EffectSeen is an effect's journal as the history last recorded it.
+type EffectSeen struct {
+	Status string `json:"status"`
+	Runs   int    `json:"runs"`
 }
 
 // Inputs is an input state: what a job's output is judged against. Digest
@@ -110,6 +130,8 @@ func NewState(inputState int) *State {
 	return &State{
 		Format:     StateFormat,
 		InputState: inputState,
+		Named:      []string{},
+		Effects:    map[string]EffectSeen{},
 		Jobs:       map[string]*JobState{},
 		Workflow:   WorkflowState{Places: map[string]int{}},
 		Unreached:  []string{},
@@ -143,6 +165,9 @@ func (r *Run) LoadState() (*State, error) {
 		if j == nil {
 			return nil, untrusted(path, "job %s has no record", name)
 		}
+	}
+	if s.Effects == nil {
+		s.Effects = map[string]EffectSeen{}
 	}
 	if s.Workflow.Places == nil {
 		s.Workflow.Places = map[string]int{}

@@ -192,7 +192,8 @@ func (o *Orchestrator) Report(event, job, text string) (store.Report, error) {
 				"job %q is not a job of run %s", job, o.run.Dir)
 		}
 		var err error
-		rep, err = o.run.AppendReport(store.Report{Event: event, Job: job, Text: text, At: store.Now()})
+		rep, err = o.run.AppendReport(store.Report{Event: event, Job: job, Text: text, At: store.Now(),
+			Seq: rec.state.Seq, Step: rec.state.Steps})
 		return err
 	})
 	return rep, err
@@ -227,7 +228,7 @@ func (o *Orchestrator) Release(subject string) error {
 			j.Outstanding = nil
 			j.History = nil
 		}
-		return o.run.SaveState("release", st)
+		return o.commitState("release", st, rec.effects, []store.Event{{Type: "release", Subject: subject}})
 	})
 }
 
@@ -273,10 +274,8 @@ func (o *Orchestrator) Resolve(name string, what Recognition) error {
 		if err := o.run.SaveEffect("resolve", e); err != nil {
 			return err
 		}
-		if unreached {
-			st.Unreached = slices.DeleteFunc(st.Unreached, func(n string) bool { return n == name })
-			return o.run.SaveState("resolve-state", st)
-		}
-		return nil
+		st.Effects[name] = store.EffectSeen{Status: e.Status, Runs: e.Runs}
+		st.Unreached = slices.DeleteFunc(st.Unreached, func(n string) bool { return n == name })
+		return o.commitState("resolve-state", st, rec.effects, []store.Event{{Type: "resolve", Subject: name, Text: what.String()}})
 	})
 }

@@ -11,7 +11,7 @@ import (
 // renderPrompt writes the prompt file of a hand-out: the job's prompt, its
 // inputs, where to write, the one-line reply request, and on a retry why the
 // previous attempt was refused. The frame is not part of the input state.
-func renderPrompt(r *replay, n *named, inTheWay []store.Move) []byte {
+func renderPrompt(r *replay, n *named) []byte {
 	var b strings.Builder
 	b.WriteString(strings.TrimRight(n.spec.job.Prompt, " \t\r\n"))
 	b.WriteString("\n\n")
@@ -83,7 +83,7 @@ func renderJobBlock(o *Orchestrator, r *replay, n *named, kept []store.Move, rep
 
 // renderWorkflowBlock writes the block record of failures in the
 // definition's own code: each failure with its place and its stack.
-func renderWorkflowBlock(blk *Block, r *replay, reports []store.Report) []byte {
+func renderWorkflowBlock(blk *Block, r *replay, places map[string]int, reports []store.Report) []byte {
 	var b strings.Builder
 	blockHeader(&b, "workflow", blk.Kind, blk.Reason, blk.Permitted, blk.Scope)
 	for _, f := range r.failures {
@@ -91,7 +91,7 @@ func renderWorkflowBlock(blk *Block, r *replay, reports []store.Report) []byte {
 			fmt.Fprintf(&b, "\n## Stop\n\n%s\n", f.message)
 			continue
 		}
-		fmt.Fprintf(&b, "\n## %s at %s (failed here in %d steps in a row)\n\n", f.message, f.place, r.state.Workflow.Places[f.place])
+		fmt.Fprintf(&b, "\n## %s at %s (failed here in %d steps in a row)\n\n", f.message, f.place, places[f.place])
 		if f.detail != "" {
 			fmt.Fprintf(&b, "```\n%s\n```\n", strings.TrimRight(f.detail, "\n"))
 		}

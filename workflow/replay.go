@@ -58,6 +58,9 @@ type named struct {
 	current store.Inputs
 	reopen  string    // why an accepted output is handed out again
 	block   *jobBlock // with blocked and stopped
+
+	newlyAccepted bool           // accepted in this step
+	refusal       *store.Failure // a failed attempt judged in this step
 }
 
 // jobBlock is a job's block found in this step.
@@ -262,6 +265,7 @@ func (r *replay) judge(n *named) error {
 		rec.Failures++
 		rec.Messages = messages
 		rec.LastFailure = &store.Failure{Kind: string(kind), Reason: reason}
+		n.refusal = rec.LastFailure
 		line := fmt.Sprintf("attempt %d: %s", rec.Handouts, reason)
 		for _, m := range messages {
 			line += "\n  - " + m
@@ -298,6 +302,7 @@ func (r *replay) accept(n *named, outSHA string) {
 	rec.LastInput = &in
 	rec.Messages, rec.History = nil, nil
 	n.verdict = accepted
+	n.newlyAccepted = true
 }
 
 // blockJob counts a block of the job: the retry count starts over, and the

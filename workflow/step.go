@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"sort"
@@ -48,7 +49,8 @@ func (o *Orchestrator) Step() (Outcome, error) {
 						Detail: "the effect started and its completion was not recorded; the workflow is stopped"})
 				}
 			}
-			return nil
+			st.Steps++
+			return o.commitState("state", st, effects, o.stepEvents(out, nil))
 		}
 		r := newReplay(o, st, rec.fresh, effects, limits)
 		r.run()
@@ -84,9 +86,9 @@ func (o *Orchestrator) abs(rel string) string { return path.Join(o.run.Dir, rel)
 // ends after it leaves moves owed, which the next step finishes first.
 func (o *Orchestrator) commit(r *replay, reports []store.Report) (Outcome, error) {
 	st := r.state
-
+	unreached := st.Unreached
 	if r.ranToEnd {
-		r.checkUnreached()
+		unreached = r.checkUnreached()
 	}
 	byName := slices.Clone(r.order)
 	sort.Slice(byName, func(i, j int) bool { return byName[i].spec.job.Name < byName[j].spec.job.Name })
@@ -106,9 +108,10 @@ func (o *Orchestrator) commit(r *replay, reports []store.Report) (Outcome, error
 			blocks = append(blocks, o.jobBlock(n))
 		}
 	}
-	if wb, rec := o.workflowBlock(r, reports); wb != nil {
+	wstate, wb, wrec := o.workflowBlock(r, reports)
+	if wb != nil {
 		blocks = append(blocks, *wb)
-		records = append(records, rec)
+		records = append(records, wrec)
 	}
 	sort.Slice(r.effectBlocks, func(i, j int) bool { return r.effectBlocks[i].name < r.effectBlocks[j].name })
 	for _, eb := range r.effectBlocks {
@@ -133,7 +136,10 @@ func (o *Orchestrator) commit(r *replay, reports []store.Report) (Outcome, error
 		}
 		effects := slices.Clone(r.uncertain)
 		sort.Slice(effects, func(i, j int) bool { return effects[i].Name < effects[j].Name })
-		return Outcome{Kind: KindUncertain, Effects: effects, Blocks: blocks}, nil
+		out := Outcome{Kind: KindUncertain, Effects: effects, Blocks: blocks}
+		// Only the step's history is committed: its number and outcome.
+		st.Steps++
+		return out, o.commitState("state", st, r.effects, o.stepEvents(out, nil))
 	}
 	handingOut := len(blocks) == 0
 
@@ -156,8 +162,16 @@ func (o *Orchestrator) commit(r *replay, reports []store.Report) (Outcome, error
 	}
 	var launch []Handout
 	var prompts []record
+	var events []store.Event
 	kept := map[string][]store.Move{}
 	for _, n := range r.order {
+		name := n.spec.job.Name
+		if f := n.refusal; f != nil {
+			events = append(events, store.Event{Type: "refuse", Subject: name, Attempt: n.rec.Handouts, Kind: f.Kind, Text: f.Reason})
+		}
+		if n.newlyAccepted {
+			events = append(events, store.Event{Type: "accept", Subject: name, Attempt: n.rec.Handouts})
+		}
 		switch {
 		case n.verdict == blocked && len(n.block.keep) > 0:
 			for _, rel := range n.block.keep {
@@ -165,23 +179,24 @@ func (o *Orchestrator) commit(r *replay, reports []store.Report) (Outcome, error
 				if err != nil {
 					return Outcome{}, err
 				}
-				kept[n.spec.job.Name] = append(kept[n.spec.job.Name], m)
+				kept[name] = append(kept[name], m)
+				events = append(events, keepEvent(name, m))
 			}
 		case n.verdict == handout && handingOut:
 			rec := n.rec
 			if n.reopen != "" {
+				events = append(events, store.Event{Type: "reopen", Subject: name, Text: n.reopen})
 				rec.Accepted = nil
 				rec.Failures = 0
 				rec.Messages, rec.History = nil, nil
 			}
-			var inTheWay []store.Move
 			for _, rel := range []string{n.spec.output, n.spec.problem} {
 				if exists(r.abs(rel)) {
 					m, err := keep(n, rel)
 					if err != nil {
 						return Outcome{}, err
 					}
-					inTheWay = append(inTheWay, m)
+					events = append(events, keepEvent(name, m))
 				}
 			}
 			rec.Handouts++
@@ -189,8 +204,9 @@ func (o *Orchestrator) commit(r *replay, reports []store.Report) (Outcome, error
 			rec.Outstanding = &in
 			last := cloneInputs(in)
 			rec.LastInput = &last
-			prompt := fmt.Sprintf("%s/jobs/%s/prompt-%d.md", store.StateDir, n.spec.job.Name, rec.Handouts)
-			prompts = append(prompts, record{label: "prompt", rel: prompt, data: renderPrompt(r, n, inTheWay)})
+			prompt := fmt.Sprintf("%s/jobs/%s/prompt-%d.md", store.StateDir, name, rec.Handouts)
+			prompts = append(prompts, record{label: "prompt", rel: prompt, data: renderPrompt(r, n)})
+			events = append(events, store.Event{Type: "handout", Subject: name, Attempt: rec.Handouts, Path: prompt})
 			launch = append(launch, Handout{
 				Name:    n.spec.job.Name,
 				Attempt: rec.Handouts,
@@ -207,10 +223,15 @@ func (o *Orchestrator) commit(r *replay, reports []store.Report) (Outcome, error
 		}
 	}
 
-	for _, n := range r.order {
+	st.Steps++
+	st.Replayed = st.Steps
+	st.Named = make([]string, 0, len(byName))
+	for _, n := range byName {
+		st.Named = append(st.Named, n.spec.job.Name)
 		st.Jobs[n.spec.job.Name] = n.rec
 	}
-	st.Steps++
+	st.Workflow = wstate
+	st.Unreached = unreached
 	st.Moves = moves
 	sort.Slice(launch, func(i, j int) bool { return launch[i].Name < launch[j].Name })
 	sort.Slice(prompts, func(i, j int) bool { return prompts[i].rel < prompts[j].rel })
@@ -219,7 +240,14 @@ func (o *Orchestrator) commit(r *replay, reports []store.Report) (Outcome, error
 			return Outcome{}, err
 		}
 	}
-	if err := o.run.SaveState("state", st); err != nil {
+	out := Outcome{Kind: KindDone}
+	switch {
+	case len(blocks) > 0:
+		out = Outcome{Kind: KindBlocked, Blocks: blocks}
+	case len(launch) > 0:
+		out = Outcome{Kind: KindLaunch, Jobs: launch}
+	}
+	if err := o.commitState("state", st, r.effects, o.stepEvents(out, events)); err != nil {
 		return Outcome{}, err
 	}
 	if len(moves) > 0 {
@@ -232,14 +260,7 @@ func (o *Orchestrator) commit(r *replay, reports []store.Report) (Outcome, error
 		}
 	}
 
-	switch {
-	case len(blocks) > 0:
-		return Outcome{Kind: KindBlocked, Blocks: blocks}, nil
-	case len(launch) > 0:
-		return Outcome{Kind: KindLaunch, Jobs: launch}, nil
-	default:
-		return Outcome{Kind: KindDone}, nil
-	}
+	return out, nil
 }
 
 // record is a prompt file or a block record to write, at a path relative to
@@ -273,11 +294,12 @@ func (o *Orchestrator) jobBlock(n *named) Block {
 // workflowBlock counts this step's failures of the definition's own code,
 // by place, and returns their block. A step without failures starts every
 // count over.
-func (o *Orchestrator) workflowBlock(r *replay, reports []store.Report) (*Block, record) {
-	w := &r.state.Workflow
+func (o *Orchestrator) workflowBlock(r *replay, reports []store.Report) (store.WorkflowState, *Block, record) {
+	w := r.state.Workflow
+	w.Places = maps.Clone(w.Places)
 	if !r.failed() {
 		w.Places = map[string]int{}
-		return nil, record{}
+		return w, nil, record{}
 	}
 	permitted := PermitRepair
 	kind := BlockWorkflowError
@@ -315,7 +337,7 @@ func (o *Orchestrator) workflowBlock(r *replay, reports []store.Report) (*Block,
 		Permitted: permitted,
 		Scope:     o.def.repairScope(),
 	}
-	return b, record{label: "block", rel: rel, data: renderWorkflowBlock(b, r, reports)}
+	return w, b, record{label: "block", rel: rel, data: renderWorkflowBlock(b, r, w.Places, reports)}
 }
 
 // checkUnreached holds the definition, which ran to its end, to the effects
@@ -323,7 +345,7 @@ func (o *Orchestrator) workflowBlock(r *replay, reports []store.Report) (*Block,
 // stops calling it. A started one is uncertain, since its recognizer lives
 // at the call site that is no longer reached; a completed one that is still
 // required blocks, permitting only stopping, until the operator resolves it.
-func (r *replay) checkUnreached() {
+func (r *replay) checkUnreached() []string {
 	var unreached []string
 	for _, name := range store.EffectNames(r.effects) {
 		e := r.effects[name]
@@ -347,7 +369,7 @@ func (r *replay) checkUnreached() {
 	if unreached == nil {
 		unreached = []string{}
 	}
-	r.state.Unreached = unreached
+	return unreached
 }
 
 func (o *Orchestrator) effectBlock(eb effectBlock, reports []store.Report) (Block, record) {

@@ -1,0 +1,97 @@
+package store
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+)
+
+// EventFormat is the format of a line of a history file.
+const EventFormat = 1
+
+// Event is one line of the run's history: something a command did, with its
+// time and step. Fields that do not apply to an event's type are empty.
+type Event struct {
+	Format  int    `json:"format"`
+	Seq     int    `json:"seq"`     // the command that recorded it
+	Step    int    `json:"step"`    // the step it belongs to, or the steps before it
+	At      string `json:"at"`      // when it was recorded, UTC
+	Type    string `json:"type"`    // step, handout, accept, refuse, reopen, block, keep, effect, release, resolve
+	Subject string `json:"subject"` // a job, "workflow", or an effect's name
+	Attempt int    `json:"attempt"` // a job's hand-out number; an effect's run number
+	Kind    string `json:"kind"`    // a block's or failure's kind; who settled an effect
+	Text    string `json:"text"`    // the outcome, reason or status, in words
+	Path    string `json:"path"`    // a prompt, record or kept file, run-relative
+	// Outcome is the step's outcome as `step --json` prints it, on a step
+	// event; null otherwise.
+	Outcome json.RawMessage `json:"outcome"`
+}
+
+// WriteHistory writes the events of the command numbered seq. It is written
+// before the state that counts it, so a command that ends in between leaves
+// a file that the next command numbered seq replaces.
+func (r *Run) WriteHistory(seq int, events []Event) error {
+	var buf bytes.Buffer
+	for _, e := range events {
+		e.Format, e.Seq = EventFormat, seq
+		if e.Outcome == nil {
+			e.Outcome = json.RawMessage("null")
+		}
+		line, err := json.Marshal(e)
+		if err != nil {
+			return fmt.Errorf("write history %d: %w", seq, err)
+		}
+		buf.Write(line)
+		buf.WriteByte('\n')
+	}
+	return writeFile("history", r.historyPath(seq), buf.Bytes())
+}
+
+// History reads the committed history, commands 1 to upTo, oldest first.
+func (r *Run) History(upTo int) ([]Event, error) {
+	var events []Event
+	for seq := 1; seq <= upTo; seq++ {
+		more, err := r.HistoryOf(seq)
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, more...)
+	}
+	return events, nil
+}
+
+// HistoryOf reads the events of the command numbered seq. A committed
+// command's file must exist and be whole.
+func (r *Run) HistoryOf(seq int) ([]Event, error) {
+	path := r.historyPath(seq)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, untrusted(path, "the history of command %d is missing", seq)
+	}
+	if err != nil {
+		return nil, &RecordError{Path: path, Err: err}
+	}
+	var events []Event
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 64*1024), len(data)+1)
+	for line := 1; sc.Scan(); line++ {
+		var e Event
+		if err := decodeRecord(path, sc.Bytes(), &e, EventFormat, func() int { return e.Format }); err != nil {
+			return nil, fmt.Errorf("line %d: %w", line, err)
+		}
+		if e.Seq != seq {
+			return nil, untrusted(path, "line %d belongs to command %d", line, e.Seq)
+		}
+		events = append(events, e)
+	}
+	return events, nil
+}
+
+func (r *Run) historyPath(seq int) string {
+	return r.path("history", strconv.Itoa(seq)+".jsonl")
+}

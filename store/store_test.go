@@ -1,0 +1,370 @@
+package store_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/custodian-run/custodian/store"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func newRun(t *testing.T) *store.Run {
+	t.Helper()
+	r, err := store.Create(filepath.Join(t.TempDir(), "run"), store.RunRecord{Definition: "def", Version: "test"})
+	require.NoError(t, err)
+	return r
+}
+
+func writeFile(t *testing.T, path, text string) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return string(b)
+}
+
+func sha(text string) string {
+	s := sha256.Sum256([]byte(text))
+	return hex.EncodeToString(s[:])
+}
+
+// savedState is the JSON of a state with one job, as a step saves it, in
+// generic form for the tests to spoil.
+func savedState(t *testing.T, r *store.Run) map[string]any {
+	t.Helper()
+	st := store.NewState(1)
+	st.Jobs["a"] = &store.JobState{Handouts: 1, Messages: []string{}, History: []string{}}
+	require.NoError(t, r.SaveState("state", st))
+	var m map[string]any
+	require.NoError(t, json.Unmarshal([]byte(readFile(t, r.StatePath("state.json"))), &m))
+	return m
+}
+
+func TestStateRoundTrips(t *testing.T) {
+	r := newRun(t)
+	st := store.NewState(1)
+	in := store.Inputs{Digest: "d", Prompt: "p", Launch: "l", Files: []store.FileHash{{Path: "source.md", SHA256: "s"}}}
+	st.Jobs["a"] = &store.JobState{
+		Handouts: 2, Failures: 1, BlocksTowardLimit: 1, Blocks: 1,
+		LastInput: &in, Messages: []string{"m"}, History: []string{"h"},
+		Stopped: &store.Stop{Kind: "no-output", Reason: "r", Record: ".custodian/jobs/a/block-1.md"},
+	}
+	st.Kept = 3
+	st.Moves = []store.Move{{Source: "a.md", Target: ".custodian/jobs/a/kept/3-a.md", SHA256: "x"}}
+	require.NoError(t, r.SaveState("state", st))
+
+	got, err := r.LoadState()
+	require.NoError(t, err)
+	assert.Equal(t, st, got)
+}
+
+func TestLoadStateOfARunWithoutSteps(t *testing.T) {
+	r := newRun(t)
+	st, err := r.LoadState()
+	require.NoError(t, err)
+	assert.Nil(t, st, "no step has committed, so there is no state")
+
+	// Only a step writes effect journals: with one present, a missing state was lost.
+	writeFile(t, r.StatePath("effects", "publish.json"), "{}")
+	_, err = r.LoadState()
+	assert.ErrorIs(t, err, store.ErrUntrusted)
+}
+
+// Strict decoding: encoding/json alone would read a missing field as zero,
+// an unknown one as nothing, which for a record means inventing state.
+func TestStateDecodingIsStrict(t *testing.T) {
+	job := func(m map[string]any) map[string]any { return m["jobs"].(map[string]any)["a"].(map[string]any) }
+	cases := []struct {
+		name  string
+		spoil func(m map[string]any) string // returns the bytes to store; "" to marshal m
+	}{
+		{"missing top-level field", func(m map[string]any) string { delete(m, "moves"); return "" }},
+		{"missing job field", func(m map[string]any) string { delete(job(m), "blocks_toward_limit"); return "" }},
+		{"missing nested workflow field", func(m map[string]any) string {
+			delete(m["workflow"].(map[string]any), "places")
+			return ""
+		}},
+		{"unknown top-level field", func(m map[string]any) string { m["repairs"] = 1; return "" }},
+		{"unknown job field", func(m map[string]any) string { job(m)["repairs"] = 1; return "" }},
+		{"another format", func(m map[string]any) string { m["format"] = 2; return "" }},
+		{"format zero", func(m map[string]any) string { m["format"] = 0; return "" }},
+		{"format as a string", func(m map[string]any) string { m["format"] = "1"; return "" }},
+		{"a count as a string", func(m map[string]any) string { job(m)["handouts"] = "1"; return "" }},
+		{"a count as a bool", func(m map[string]any) string { job(m)["handouts"] = true; return "" }},
+		{"a count that is null", func(m map[string]any) string { job(m)["handouts"] = nil; return "" }},
+		{"a fractional count", func(m map[string]any) string { job(m)["handouts"] = 1.5; return "" }},
+		{"a job record that is null", func(m map[string]any) string { m["jobs"].(map[string]any)["a"] = nil; return "" }},
+		{"jobs as a list", func(m map[string]any) string { m["jobs"] = []any{}; return "" }},
+		{"trailing data", func(m map[string]any) string {
+			b, _ := json.Marshal(m)
+			return string(b) + "\n{}"
+		}},
+		{"trailing garbage", func(m map[string]any) string {
+			b, _ := json.Marshal(m)
+			return string(b) + " x"
+		}},
+		{"not JSON", func(m map[string]any) string { return "format = 1\n" }},
+		{"empty", func(m map[string]any) string { return " " }},
+		{"a list", func(m map[string]any) string { return "[]" }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRun(t)
+			m := savedState(t, r)
+			data := tc.spoil(m)
+			if data == "" {
+				b, err := json.Marshal(m)
+				require.NoError(t, err)
+				data = string(b)
+			}
+			writeFile(t, r.StatePath("state.json"), data)
+
+			st, err := r.LoadState()
+			assert.ErrorIs(t, err, store.ErrUntrusted)
+			assert.Nil(t, st)
+			var rec *store.RecordError
+			if assert.ErrorAs(t, err, &rec) {
+				assert.Equal(t, r.StatePath("state.json"), rec.Path)
+			}
+		})
+	}
+}
+
+func TestUnspoiledStateLoads(t *testing.T) {
+	// The control for the table above: the same bytes, unspoiled, are trusted.
+	r := newRun(t)
+	m := savedState(t, r)
+	b, err := json.Marshal(m)
+	require.NoError(t, err)
+	writeFile(t, r.StatePath("state.json"), string(b))
+	st, err := r.LoadState()
+	require.NoError(t, err)
+	assert.Equal(t, 1, st.Jobs["a"].Handouts)
+}
+
+func TestRunRecordDecodingIsStrict(t *testing.T) {
+	cases := []struct {
+		name string
+		data string
+		want error
+	}{
+		{"missing field", `{"format":1,"definition":"def","params":{},"started_at":"t"}`, store.ErrUntrusted},
+		{"unknown field", `{"format":1,"definition":"def","params":{},"started_at":"t","version":"v","extra":1}`, store.ErrUntrusted},
+		{"another format", `{"format":2,"definition":"def","params":{},"started_at":"t","version":"v"}`, store.ErrUntrusted},
+		{"params not strings", `{"format":1,"definition":"def","params":{"n":1},"started_at":"t","version":"v"}`, store.ErrUntrusted},
+		{"trailing data", `{"format":1,"definition":"def","params":{},"started_at":"t","version":"v"} {}`, store.ErrUntrusted},
+		{"no definition", `{"format":1,"definition":"","params":{},"started_at":"t","version":"v"}`, store.ErrUntrusted},
+		{"not JSON", `definition: def`, store.ErrUntrusted},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRun(t)
+			writeFile(t, r.StatePath("run.json"), tc.data)
+			_, err := store.Open(r.Dir)
+			assert.ErrorIs(t, err, tc.want)
+		})
+	}
+
+	t.Run("control", func(t *testing.T) {
+		r := newRun(t)
+		writeFile(t, r.StatePath("run.json"), `{"format":1,"definition":"def","params":{"k":"v"},"started_at":"t","version":"v"}`)
+		got, err := store.Open(r.Dir)
+		require.NoError(t, err)
+		assert.Equal(t, map[string]string{"k": "v"}, got.Record.Params)
+	})
+}
+
+func TestOpenAndCreate(t *testing.T) {
+	dir := t.TempDir()
+	_, err := store.Open(dir)
+	assert.ErrorIs(t, err, store.ErrNotRun)
+
+	r, err := store.Create(dir, store.RunRecord{Definition: "def", Params: map[string]string{"a": "b"}, Version: "v"})
+	require.NoError(t, err)
+	opened, err := store.Open(dir)
+	require.NoError(t, err)
+	assert.Equal(t, r.Record, opened.Record)
+	assert.Equal(t, store.RunFormat, opened.Record.Format)
+
+	_, err = store.Create(dir, store.RunRecord{Definition: "other"})
+	assert.ErrorIs(t, err, store.ErrExists)
+	again, err := store.Open(dir)
+	require.NoError(t, err)
+	assert.Equal(t, "def", again.Record.Definition, "a refused start changed run.json")
+}
+
+func TestReportsAreNumberedInOrder(t *testing.T) {
+	r := newRun(t)
+	reports, err := r.Reports()
+	require.NoError(t, err)
+	assert.Empty(t, reports)
+
+	for i, event := range []string{"launch-failed", "repair", "stop"} {
+		rep, err := r.AppendReport(store.Report{Event: event, Job: "a", Text: "t", At: "now", Number: 99})
+		require.NoError(t, err)
+		assert.Equal(t, i+1, rep.Number, "the store numbers reports, not the caller")
+		assert.Equal(t, store.ReportFormat, rep.Format)
+	}
+	reports, err = r.Reports()
+	require.NoError(t, err)
+	require.Len(t, reports, 3)
+	for i, rep := range reports {
+		assert.Equal(t, i+1, rep.Number)
+	}
+	assert.Equal(t, []string{"launch-failed", "repair", "stop"},
+		[]string{reports[0].Event, reports[1].Event, reports[2].Event})
+}
+
+func TestReportsDecodingIsStrict(t *testing.T) {
+	good := `{"format":1,"number":1,"event":"repair","job":"","text":"t","at":"now"}`
+	cases := map[string]string{
+		"numbering gap":     good + "\n" + strings.Replace(good, `"number":1`, `"number":3`, 1) + "\n",
+		"numbering restart": good + "\n" + good + "\n",
+		"unknown field":     strings.Replace(good, `{`, `{"x":1,`, 1) + "\n",
+		"missing field":     strings.Replace(good, `"job":"",`, ``, 1) + "\n",
+		"another format":    strings.Replace(good, `"format":1`, `"format":2`, 1) + "\n",
+		"incomplete line":   good,
+		"not JSON":          "repair\n",
+		"two values a line": good + " " + good + "\n",
+	}
+	for name, data := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := newRun(t)
+			writeFile(t, r.StatePath("reports.jsonl"), data)
+			_, err := r.Reports()
+			assert.ErrorIs(t, err, store.ErrUntrusted)
+			_, err = r.AppendReport(store.Report{Event: "stop", At: "now"})
+			assert.ErrorIs(t, err, store.ErrUntrusted, "a report was appended to untrusted reports")
+			assert.Equal(t, data, readFile(t, r.StatePath("reports.jsonl")))
+		})
+	}
+}
+
+func TestPerformMovesAndSkips(t *testing.T) {
+	cases := []struct {
+		name        string
+		source      string // "" for no source file
+		target      string // "" for no target file
+		planned     string // the bytes the move was planned for
+		wantSource  string // "" for gone
+		wantTarget  string // "" for absent
+		description string
+	}{
+		{"moves a planned file", "refused\n", "", "refused\n", "", "refused\n",
+			"the source is moved to the target"},
+		{"an existing target is the receipt", "same bytes\n", "same bytes\n", "same bytes\n", "same bytes\n", "same bytes\n",
+			"a new file with the moved bytes stays where it is"},
+		{"an existing target is never overwritten", "new\n", "kept\n", "new\n", "new\n", "kept\n",
+			"the kept copy is never replaced"},
+		{"a source with other bytes is not moved", "a new output\n", "", "refused\n", "a new output\n", "",
+			"a file that came later stays where it is"},
+		{"a missing source is skipped", "", "", "refused\n", "", "",
+			"nothing to move is no error"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRun(t)
+			source := filepath.Join(r.Dir, "a.md")
+			target := r.StatePath("jobs", "a", "kept", "1-a.md")
+			if tc.source != "" {
+				writeFile(t, source, tc.source)
+			}
+			if tc.target != "" {
+				writeFile(t, target, tc.target)
+			}
+
+			err := r.Perform([]store.Move{{Source: "a.md", Target: ".custodian/jobs/a/kept/1-a.md", SHA256: sha(tc.planned)}})
+			require.NoError(t, err)
+			assertContent(t, source, tc.wantSource, tc.description)
+			assertContent(t, target, tc.wantTarget, tc.description)
+		})
+	}
+}
+
+func TestPerformCarriesOutEveryMoveInOrder(t *testing.T) {
+	r := newRun(t)
+	writeFile(t, filepath.Join(r.Dir, "sub", "x.problem.md"), "problem\n")
+	writeFile(t, filepath.Join(r.Dir, "sub", "x.md"), "output\n")
+	moves := []store.Move{
+		{Source: "sub/x.problem.md", Target: ".custodian/jobs/x/kept/1-x.problem.md", SHA256: sha("problem\n")},
+		{Source: "sub/x.md", Target: ".custodian/jobs/x/kept/2-x.md", SHA256: sha("output\n")},
+	}
+	require.NoError(t, r.Perform(moves))
+	assertContent(t, r.StatePath("jobs", "x", "kept", "1-x.problem.md"), "problem\n", "")
+	assertContent(t, r.StatePath("jobs", "x", "kept", "2-x.md"), "output\n", "")
+
+	// Performing the same list again, as recovery would, changes nothing.
+	writeFile(t, filepath.Join(r.Dir, "sub", "x.md"), "output\n")
+	require.NoError(t, r.Perform(moves))
+	assertContent(t, filepath.Join(r.Dir, "sub", "x.md"), "output\n", "a later file with the same bytes was moved")
+}
+
+func assertContent(t *testing.T, path, want, msg string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if want == "" {
+		assert.True(t, os.IsNotExist(err), "%s: %s exists; %s", path, b, msg)
+		return
+	}
+	if assert.NoError(t, err, msg) {
+		assert.Equal(t, want, string(b), msg)
+	}
+}
+
+func TestFileSHA256(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "f"), "bytes")
+	cases := map[string]string{
+		"f":           sha("bytes"),
+		"missing":     "",
+		".":           "",
+		"f/under-one": "",
+	}
+	for rel, want := range cases {
+		got, err := store.FileSHA256(filepath.Join(dir, rel))
+		require.NoError(t, err, rel)
+		assert.Equal(t, want, got, rel)
+	}
+}
+
+// flock locks belong to an open file description, so a second Open in the
+// same process conflicts just as another process would.
+func TestLockIsExclusive(t *testing.T) {
+	r := newRun(t)
+	other, err := store.Open(r.Dir)
+	require.NoError(t, err)
+
+	unlock, err := r.Lock()
+	require.NoError(t, err)
+	_, err = other.Lock()
+	assert.ErrorIs(t, err, store.ErrBusy)
+
+	unlock()
+	unlockOther, err := other.Lock()
+	require.NoError(t, err, "the lock was not released")
+	_, err = r.Lock()
+	assert.ErrorIs(t, err, store.ErrBusy)
+	unlockOther()
+	assert.FileExists(t, r.StatePath("lock"), "the lock file is never deleted")
+}
+
+func TestWriteRecordReplacesWhole(t *testing.T) {
+	r := newRun(t)
+	require.NoError(t, r.WriteRecord("block", "jobs/a/block-1.md", []byte("first, and longer\n")))
+	require.NoError(t, r.WriteRecord("block", "jobs/a/block-1.md", []byte("second\n")))
+	assert.Equal(t, "second\n", readFile(t, r.StatePath("jobs", "a", "block-1.md")))
+	entries, err := os.ReadDir(r.StatePath("jobs", "a"))
+	require.NoError(t, err)
+	assert.Len(t, entries, 1, "a temporary file was left beside the record")
+}

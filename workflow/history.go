@@ -1,0 +1,72 @@
+package workflow
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/custodian-run/custodian/store"
+)
+
+// commitState commits a command: it writes the command's history, with what
+// the effect journals show that the history has not recorded yet, and then
+// state.json, whose rename counts that history as committed. A process that
+// ends in between leaves a history file numbered past the state's count,
+// which is not history and which the next command replaces.
+func (o *Orchestrator) commitState(label string, st *store.State, effects map[string]*store.Effect, events []store.Event) error {
+	events = append(events, effectEvents(st, effects)...)
+	st.Seq++
+	now := store.Now()
+	for i := range events {
+		events[i].Step = st.Steps
+		if events[i].At == "" {
+			events[i].At = now
+		}
+	}
+	if err := o.run.WriteHistory(st.Seq, events); err != nil {
+		return err
+	}
+	return o.run.SaveState(label, st)
+}
+
+// effectEvents records every change of an effect's journal since the
+// history last saw it, at the time the journal gives, and notes it as seen.
+// A journal that a process changed before it ended without a commit is so
+// recorded by the next command that commits: no event is lost, and none is
+// recorded twice.
+func effectEvents(st *store.State, effects map[string]*store.Effect) []store.Event {
+	var events []store.Event
+	for _, name := range store.EffectNames(effects) {
+		e := effects[name]
+		seen, ok := st.Effects[name]
+		now := store.EffectSeen{Status: e.Status, Runs: e.Runs}
+		if ok && seen == now {
+			continue
+		}
+		if e.Runs > seen.Runs && e.Status != store.EffectStarted {
+			events = append(events, store.Event{Type: "effect", Subject: name, Attempt: e.Runs, Text: store.EffectStarted, Kind: "step", At: e.At})
+		}
+		events = append(events, store.Event{Type: "effect", Subject: name, Attempt: e.Runs, Text: e.Status, Kind: e.By, At: e.At})
+		st.Effects[name] = now
+	}
+	return events
+}
+
+// stepEvents puts the step's own event, with its outcome, before the events
+// it recorded, and a block event for each block of the outcome.
+func (o *Orchestrator) stepEvents(out Outcome, events []store.Event) []store.Event {
+	data, err := json.Marshal(out)
+	if err != nil {
+		// An Outcome holds strings, numbers and canonical JSON only.
+		panic(fmt.Sprintf("encode outcome: %v", err))
+	}
+	all := []store.Event{{Type: "step", Text: string(out.Kind), Outcome: data}}
+	all = append(all, events...)
+	for _, b := range out.Blocks {
+		all = append(all, store.Event{Type: "block", Subject: b.Subject, Kind: string(b.Kind), Text: b.Reason + " (permits " + string(b.Permitted) + ")", Path: o.run.Rel(b.Record)})
+	}
+	return all
+}
+
+func keepEvent(job string, m store.Move) store.Event {
+	return store.Event{Type: "keep", Subject: job, Text: m.Source, Path: m.Target}
+}
