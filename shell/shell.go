@@ -63,6 +63,8 @@ func New(reg *workflow.Registry, stdout, stderr io.Writer) *cli.App {
 			stepCommand(reg),
 			reportCommand(reg),
 			releaseCommand(reg),
+			statusCommand(reg),
+			logCommand(reg),
 			trialCommand(reg),
 			definitionsCommand(reg),
 		},

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 )
 
@@ -60,8 +61,19 @@ func FileSHA256(path string) (string, error) {
 		return "", nil
 	}
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	buf := hashBuffers.Get().(*[]byte)
+	defer hashBuffers.Put(buf)
+	// Hiding *os.File's WriteTo makes CopyBuffer use buf; WriteTo would
+	// allocate a buffer of its own for every file.
+	if _, err := io.CopyBuffer(h, struct{ io.Reader }{f}, *buf); err != nil {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
+
+// hashBuffers spares a step that hashes every input of every job a fresh
+// copy buffer per file.
+var hashBuffers = sync.Pool{New: func() any {
+	b := make([]byte, 64*1024)
+	return &b
+}}

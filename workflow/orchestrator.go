@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/custodian-run/custodian/store"
@@ -206,7 +207,7 @@ func (o *Orchestrator) Release(subject string) error {
 	return o.locked(func(rec *records) error {
 		st := rec.state
 		switch {
-		case len(subject) > len("effect ") && subject[:len("effect ")] == "effect ":
+		case strings.HasPrefix(subject, "effect "):
 			return refused("the operator records what took place with resolve RUN NAME completed|absent",
 				"%s is not released; an effect is resolved", subject)
 		case subject == "workflow":

@@ -1,6 +1,9 @@
 package workflow
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+)
 
 // Kind names what a step's outcome is. Each step gives exactly one: the
 // first that applies of uncertain, blocked, launch, done.
@@ -115,6 +118,27 @@ func (o Outcome) MarshalJSON() ([]byte, error) {
 			Outcome Kind `json:"outcome"`
 		}{o.Kind})
 	}
+}
+
+// UnmarshalJSON reads the object MarshalJSON writes. It refuses an outcome
+// word it does not know.
+func (o *Outcome) UnmarshalJSON(data []byte) error {
+	var v struct {
+		Outcome Kind          `json:"outcome"`
+		Jobs    []Handout     `json:"jobs"`
+		Blocks  []Block       `json:"blocks"`
+		Effects []EffectState `json:"effects"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	switch v.Outcome {
+	case KindLaunch, KindBlocked, KindUncertain, KindDone:
+	default:
+		return fmt.Errorf("unknown outcome %q", v.Outcome)
+	}
+	*o = Outcome{Kind: v.Outcome, Jobs: v.Jobs, Blocks: v.Blocks, Effects: v.Effects}
+	return nil
 }
 
 func nonNil[T any](s []T) []T {
