@@ -1,14 +1,15 @@
 // Package definitions holds the definitions built into the custodian binary:
 // the trial definition that tries the loop in real harnesses and tests the
-// whole path. An author's own binary registers its own definitions the same
-// way: build a workflow.Registry and hand it to the shell.
+// whole path, and review, the worked example of docs/authoring.md. An
+// author's own binary registers its own definitions the same way: build a
+// workflow.Registry and hand it to the shell.
 package definitions
 
 import "github.com/custodian-run/custodian/workflow"
 
 // Builtin returns a registry of the built-in definitions.
 func Builtin() *workflow.Registry {
-	reg, err := workflow.NewRegistry(Trial)
+	reg, err := workflow.NewRegistry(Trial, Review)
 	if err != nil {
 		// The built-in definitions are fixed at compile time; a test registers them.
 		panic(err)

@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -30,16 +31,17 @@ func logCommand(reg *workflow.Registry) *cli.Command {
 	}
 }
 
-// printLog writes one line per event: its time, the step it belongs to,
-// and what happened.
+// printLog writes one line per event: its time, the step it belongs to
+// ("step 3" for the step itself and for what follows it until the next),
+// and what happened. Paths are relative to the run directory.
 func printLog(w io.Writer, events []store.Event) error {
 	var b strings.Builder
 	for _, e := range events {
-		step := "start   "
+		step := "start"
 		if e.Type != "start" {
-			step = fmt.Sprintf("step %-3d", e.Step)
+			step = fmt.Sprintf("step %d", e.Step)
 		}
-		fmt.Fprintf(&b, "%s  %s %s\n", e.At, step, describe(e))
+		fmt.Fprintf(&b, "%s  %-8s  %s\n", e.At, step, describe(e))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -51,19 +53,19 @@ func describe(e store.Event) string {
 	case "start":
 		return fmt.Sprintf("run of %s started (%s)", e.Subject, e.Text)
 	case "step":
-		return "outcome " + e.Text
+		return "outcome: " + e.Text + uncertainEffects(e)
 	case "handout":
-		return fmt.Sprintf("hand-out %s, attempt %d: %s", e.Subject, e.Attempt, e.Path)
+		return fmt.Sprintf("handed out %s, attempt %d: %s", e.Subject, e.Attempt, e.Path)
 	case "accept":
 		return fmt.Sprintf("accepted %s, attempt %d", e.Subject, e.Attempt)
 	case "refuse":
-		return fmt.Sprintf("refused %s, attempt %d: %s (%s)", e.Subject, e.Attempt, e.Text, e.Kind)
+		return fmt.Sprintf("refused %s, attempt %d (%s): %s", e.Subject, e.Attempt, e.Kind, e.Text)
 	case "reopen":
 		return fmt.Sprintf("reopened %s: %s", e.Subject, e.Text)
 	case "keep":
 		return fmt.Sprintf("kept %s of %s as %s", e.Text, e.Subject, e.Path)
 	case "block":
-		return fmt.Sprintf("blocked %s: %s [%s] record %s", e.Subject, e.Text, e.Kind, e.Path)
+		return fmt.Sprintf("blocked %s (%s): %s; record %s", e.Subject, e.Kind, e.Text, e.Path)
 	case "effect":
 		return fmt.Sprintf("effect %s %s, run %d, by %s", e.Subject, e.Text, e.Attempt, e.Kind)
 	case "release":
@@ -71,12 +73,32 @@ func describe(e store.Event) string {
 	case "resolve":
 		return fmt.Sprintf("resolved effect %s as %s", e.Subject, e.Text)
 	case "report":
-		on := ""
+		line := fmt.Sprintf("report %d, %s", e.Attempt, e.Kind)
 		if e.Subject != "" {
-			on = " on " + e.Subject
+			line += " on " + e.Subject
 		}
-		return fmt.Sprintf("report %d, %s%s: %s", e.Attempt, e.Kind, on, e.Text)
+		if e.Text != "" {
+			line += ": " + e.Text
+		}
+		return line
 	default:
-		return e.Type + " " + e.Subject + " " + e.Text
+		return strings.TrimSpace(strings.Join([]string{e.Type, e.Subject, e.Text}, " "))
 	}
+}
+
+// uncertainEffects names, for an uncertain step, the effects whose fate is
+// open and why: no other event of the step says so.
+func uncertainEffects(e store.Event) string {
+	var out workflow.Outcome
+	if e.Text != string(workflow.KindUncertain) || json.Unmarshal(e.Outcome, &out) != nil {
+		return ""
+	}
+	parts := make([]string, len(out.Effects))
+	for i, eff := range out.Effects {
+		parts[i] = "effect " + eff.Name + ": " + eff.Detail
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, "; ") + ")"
 }

@@ -63,6 +63,7 @@ func New(reg *workflow.Registry, stdout, stderr io.Writer) *cli.App {
 			stepCommand(reg),
 			reportCommand(reg),
 			releaseCommand(reg),
+			resolveCommand(reg),
 			statusCommand(reg),
 			logCommand(reg),
 			trialCommand(reg),
@@ -138,7 +139,7 @@ func hint(err error) string {
 	case errors.As(err, &malformed):
 		return malformed.hint
 	case errors.Is(err, store.ErrBusy):
-		return "another custodian process is working on this run; wait for it to finish, do not start a second loop"
+		return "another custodian process is working on this run; do not start a second loop and do not retry on your own: tell the operator"
 	case errors.Is(err, store.ErrUntrusted):
 		return "do not edit anything under " + store.StateDir + "/; give this message to the operator"
 	case errors.Is(err, store.ErrNotRun):

@@ -209,7 +209,7 @@ func TestBusyRunExits3(t *testing.T) {
 	for _, args := range [][]string{{"step", dir}, {"report", dir, "repair"}, {"release", dir, "claims"}} {
 		t.Run(args[0], func(t *testing.T) {
 			r := custodian(t, args...)
-			requireFailure(t, r, shell.ExitBusy, "another custodian process is working on this run; wait for it to finish, do not start a second loop")
+			requireFailure(t, r, shell.ExitBusy, "another custodian process is working on this run; do not start a second loop and do not retry on your own: tell the operator")
 			assert.Contains(t, r.stderr, "busy")
 		})
 	}
@@ -250,8 +250,11 @@ func TestRunOfAnotherBinaryIsRefused(t *testing.T) {
 }
 
 func TestDefinitionsListsEveryDefinition(t *testing.T) {
-	doc, _, _ := strings.Cut(definitions.Trial.Doc, "\n")
-	assert.Equal(t, "trial  "+doc+"\n", ok(t, "definitions"))
+	firstLine := func(d *workflow.Definition) string {
+		line, _, _ := strings.Cut(d.Doc, "\n")
+		return line
+	}
+	assert.Equal(t, "review  "+firstLine(definitions.Review)+"\ntrial   "+firstLine(definitions.Trial)+"\n", ok(t, "definitions"))
 
 	reg, err := workflow.NewRegistry(
 		&workflow.Definition{Name: "review", Doc: "reviews a paper\nwith two lenses", Run: func(*workflow.Context) error { return nil }},

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 
 	"github.com/custodian-run/custodian/workflow"
@@ -43,16 +44,52 @@ func statusCommand(reg *workflow.Registry) *cli.Command {
 }
 
 // printStatus writes a status for a person: the run, the last outcome, a
-// line per job and per effect, and what each party may do now.
+// line per job and per effect with what stands in their way, and what each
+// party may do now. Paths are absolute, as step prints them.
 func printStatus(w io.Writer, s workflow.Status) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "run: %s\n", s.Run)
-	fmt.Fprintf(&b, "definition: %s %s\n", s.Definition, params(s.Params))
+	fmt.Fprintf(&b, "definition: %s (%s)\n", s.Definition, params(s.Params))
 	if s.Last == nil {
 		fmt.Fprintln(&b, "last step: none")
 	} else {
 		fmt.Fprintf(&b, "last step: %d, %s, at %s\n", s.Last.Step, s.Last.Outcome.Kind, s.Last.At)
 	}
+	settled := map[string]bool{}
+	for _, subject := range s.Settled {
+		settled[subject] = true
+	}
+	// What the last outcome says of subjects that are not jobs, unless the
+	// operator settled it since.
+	var others []workflow.Block
+	effectBlocks := map[string]workflow.Block{}
+	uncertain := map[string]string{}
+	if s.Last != nil {
+		for _, blk := range s.Last.Outcome.Blocks {
+			_, isJob := jobNamed(s, blk.Subject)
+			name, isEffect := strings.CutPrefix(blk.Subject, "effect ")
+			switch {
+			case isJob || settled[blk.Subject] || blk.Subject == "workflow" && s.Workflow != nil:
+			case isEffect && effectNamed(s, name):
+				effectBlocks[name] = blk
+			default:
+				others = append(others, blk)
+			}
+		}
+		for _, e := range s.Last.Outcome.Effects {
+			if !settled["effect "+e.Name] {
+				uncertain[e.Name] = e.Detail
+			}
+		}
+	}
+	// An uncertain effect has a journal; one without is shown all the same.
+	var unlisted []string
+	for name := range uncertain {
+		if !effectNamed(s, name) {
+			unlisted = append(unlisted, name)
+		}
+	}
+
 	if len(s.Jobs) > 0 {
 		fmt.Fprintln(&b, "jobs:")
 	}
@@ -61,40 +98,64 @@ func printStatus(w io.Writer, s workflow.Status) error {
 		if len(j.Changed) > 0 {
 			fmt.Fprintf(&b, "  changed since accepted: %s\n", strings.Join(j.Changed, ", "))
 		}
-		if f := j.LastFailure; f != nil && j.State != workflow.JobAccepted {
+		f := j.LastFailure
+		if f != nil && j.State != workflow.JobAccepted && (j.Block == nil || f.Reason != j.Block.Reason || f.Kind != string(j.Block.Kind)) {
 			fmt.Fprintf(&b, "  last failure: %s (%s)\n", f.Reason, f.Kind)
 		}
 		if blk := j.Block; blk != nil {
-			fmt.Fprintf(&b, "  block: %s (%s), permits %s\n", blk.Reason, blk.Kind, blk.Permitted)
-			fmt.Fprintf(&b, "  record: %s\n", blk.Record)
+			printStatusBlock(&b, "  block: ", *blk)
 		}
 	}
 	if blk := s.Workflow; blk != nil {
-		fmt.Fprintf(&b, "workflow: stopped: %s (%s)\n  record: %s\n", blk.Reason, blk.Kind, blk.Record)
+		printStatusBlock(&b, "workflow: stopped: ", *blk)
+	}
+	for _, blk := range others {
+		printStatusBlock(&b, blk.Subject+": blocked: ", blk)
+	}
+	sort.Strings(unlisted)
+	for _, name := range unlisted {
+		fmt.Fprintf(&b, "effect %s: uncertain: %s\n", name, uncertain[name])
 	}
 	if len(s.Effects) > 0 {
 		fmt.Fprintln(&b, "effects:")
 	}
 	for _, e := range s.Effects {
-		fmt.Fprintf(&b, "- %s: %s (run %d, by %s at %s)\n", e.Name, e.Status, e.Runs, e.By, e.At)
+		fmt.Fprintf(&b, "- %s: %s, %s, by %s at %s\n", e.Name, e.Status, runs(e.Runs), e.By, e.At)
 		if len(e.Changed) > 0 {
 			fmt.Fprintf(&b, "  inputs changed since: %s\n", strings.Join(e.Changed, ", "))
 		}
-	}
-	if s.Last != nil {
-		for _, blk := range s.Last.Outcome.Blocks {
-			if _, isJob := jobNamed(s, blk.Subject); !isJob && blk.Subject != "workflow" {
-				fmt.Fprintf(&b, "%s: %s (%s), permits %s\n  record: %s\n", blk.Subject, blk.Reason, blk.Kind, blk.Permitted, blk.Record)
-			}
+		if e.Interrupted {
+			fmt.Fprintln(&b, "  interrupted: its start is journaled and its end is not; a step is inside it, or a process ended inside it")
 		}
-		for _, e := range s.Last.Outcome.Effects {
-			fmt.Fprintf(&b, "effect %s is uncertain: %s\n", e.Name, e.Detail)
+		if detail, ok := uncertain[e.Name]; ok {
+			fmt.Fprintf(&b, "  uncertain: %s\n", detail)
+		}
+		if blk, ok := effectBlocks[e.Name]; ok {
+			printStatusBlock(&b, "  block: ", blk)
 		}
 	}
-	fmt.Fprintf(&b, "agent orchestrator: %s\n", strings.ReplaceAll(s.Agent, "RUN", s.Run))
-	fmt.Fprintf(&b, "operator: %s\n", strings.ReplaceAll(s.Operator, "RUN", s.Run))
+	if len(s.Settled) > 0 && s.Last != nil {
+		fmt.Fprintf(&b, "since step %d: the operator %s\n", s.Last.Step, workflow.SettledText(s.Settled))
+	}
+	fmt.Fprintf(&b, "agent orchestrator: %s\n", s.Agent)
+	fmt.Fprintf(&b, "operator: %s\n", s.Operator)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// printStatusBlock writes a block as two lines: why and what it permits, then
+// where its record is.
+func printStatusBlock(b *strings.Builder, prefix string, blk workflow.Block) {
+	permits := "permits a repair"
+	if blk.Permitted == workflow.PermitStop {
+		permits = "permits only stopping"
+	}
+	indent := "  "
+	if strings.HasPrefix(prefix, "  ") {
+		indent = "    "
+	}
+	fmt.Fprintf(b, "%s%s (%s); %s\n", prefix, blk.Reason, blk.Kind, permits)
+	fmt.Fprintf(b, "%srecord: %s\n", indent, blk.Record)
 }
 
 func jobNamed(s workflow.Status, name string) (workflow.JobStatus, bool) {
@@ -106,6 +167,15 @@ func jobNamed(s workflow.Status, name string) (workflow.JobStatus, bool) {
 	return workflow.JobStatus{}, false
 }
 
+func effectNamed(s workflow.Status, name string) bool {
+	for _, e := range s.Effects {
+		if e.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
 func attempts(n int) string {
 	if n == 1 {
 		return "1 attempt"
@@ -113,13 +183,26 @@ func attempts(n int) string {
 	return fmt.Sprintf("%d attempts", n)
 }
 
+func runs(n int) string {
+	if n == 1 {
+		return "1 run"
+	}
+	return fmt.Sprintf("%d runs", n)
+}
+
+// params renders a run's parameters as sorted KEY=VALUE pairs.
 func params(p workflow.Params) string {
 	if len(p) == 0 {
-		return "(no parameters)"
+		return "no parameters"
 	}
-	data, err := json.Marshal(p)
-	if err != nil {
-		return ""
+	keys := make([]string, 0, len(p))
+	for k := range p {
+		keys = append(keys, k)
 	}
-	return string(data)
+	sort.Strings(keys)
+	pairs := make([]string, len(keys))
+	for i, k := range keys {
+		pairs[i] = k + "=" + p[k]
+	}
+	return strings.Join(pairs, " ")
 }

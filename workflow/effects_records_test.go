@@ -98,6 +98,11 @@ func TestEffectOwedMoveWithAKeptCopyLeavesALaterFileInPlace(t *testing.T) {
 	// The worker writes its output: by chance the very bytes of the kept file.
 	r.write("a.md", text)
 
+	// The step that finishes the owed moves gives the outcome nobody saw,
+	// the hand-out of attempt 1, without judging a new round.
+	again := r.expect(workflow.KindLaunch)
+	require.Len(t, again.Jobs, 1)
+	assert.Equal(t, 1, again.Jobs[0].Attempt)
 	// Were the move repeated, a.md would be gone and the job handed out again.
 	r.expect(workflow.KindDone)
 	assert.Equal(t, text, r.read("a.md"))

@@ -29,10 +29,14 @@ func (o *Orchestrator) commitState(label string, st *store.State, effects map[st
 }
 
 // effectEvents records every change of an effect's journal since the
-// history last saw it, at the time the journal gives, and notes it as seen.
-// A journal that a process changed before it ended without a commit is so
-// recorded by the next command that commits: no event is lost, and none is
-// recorded twice.
+// history last saw it, and notes it as seen. A journal that a process changed
+// before it ended without a commit is so recorded by the next command that
+// commits: no event is lost, and none is recorded twice.
+//
+// The journal keeps only its last run. A run it has moved past without a
+// commit was started and then found absent by the recognizer (the operator's
+// absent commits its own history), so the history gets both events for it.
+// Their times are lost with the journal's; they carry the last time it gives.
 func effectEvents(st *store.State, effects map[string]*store.Effect) []store.Event {
 	var events []store.Event
 	for _, name := range store.EffectNames(effects) {
@@ -42,10 +46,20 @@ func effectEvents(st *store.State, effects map[string]*store.Effect) []store.Eve
 		if ok && seen == now {
 			continue
 		}
-		if e.Runs > seen.Runs && e.Status != store.EffectStarted {
+		for run := max(seen.Runs, 1); run < e.Runs; run++ {
+			if run > seen.Runs {
+				events = append(events, store.Event{Type: "effect", Subject: name, Attempt: run, Text: store.EffectStarted, Kind: "step", At: e.At})
+			}
+			if run > seen.Runs || seen.Status == store.EffectStarted {
+				events = append(events, store.Event{Type: "effect", Subject: name, Attempt: run, Text: store.EffectAbsent, Kind: "recognizer", At: e.At})
+			}
+		}
+		if e.Runs > seen.Runs {
 			events = append(events, store.Event{Type: "effect", Subject: name, Attempt: e.Runs, Text: store.EffectStarted, Kind: "step", At: e.At})
 		}
-		events = append(events, store.Event{Type: "effect", Subject: name, Attempt: e.Runs, Text: e.Status, Kind: e.By, At: e.At})
+		if e.Runs == seen.Runs || e.Status != store.EffectStarted {
+			events = append(events, store.Event{Type: "effect", Subject: name, Attempt: e.Runs, Text: e.Status, Kind: e.By, At: e.At})
+		}
 		st.Effects[name] = now
 	}
 	return events

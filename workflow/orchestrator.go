@@ -247,8 +247,11 @@ func (o *Orchestrator) Resolve(name string, what Recognition) error {
 	return o.locked(func(rec *records) error {
 		st := rec.state
 		e := rec.effects[name]
-		if e == nil || e.Status == store.EffectAbsent {
+		switch {
+		case e == nil:
 			return refused("step names the effects whose fate is open", "no effect named %q is recorded in run %s", name, o.run.Dir)
+		case e.Status == store.EffectAbsent:
+			return refused("", "effect %s is resolved absent: it runs when the definition reaches it; there is nothing to resolve", name)
 		}
 		keys := make([]string, len(e.Inputs))
 		for i, f := range e.Inputs {

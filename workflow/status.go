@@ -3,6 +3,7 @@ package workflow
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -32,8 +33,12 @@ type Status struct {
 	Jobs       []JobStatus    `json:"jobs"`
 	Effects    []EffectStatus `json:"effects"`
 	Workflow   *Block         `json:"workflow"` // the workflow's standing stop, if any
-	Agent      string         `json:"agent"`    // what the agent orchestrator may do now
-	Operator   string         `json:"operator"` // what the operator may do now
+	// Settled names what the operator released ("workflow", a job) or
+	// resolved ("effect NAME") since the last step: what the last outcome
+	// says of them no longer stands.
+	Settled  []string `json:"settled"`
+	Agent    string   `json:"agent"`    // what the agent orchestrator may do now
+	Operator string   `json:"operator"` // what the operator may do now
 }
 
 // LastStep is the outcome of the run's last step.
@@ -50,20 +55,27 @@ type JobStatus struct {
 	Attempts    int            `json:"attempts"` // hand-outs in the run
 	LastFailure *store.Failure `json:"last_failure"`
 	Block       *Block         `json:"block"` // blocked or stopped: why, and what is permitted
-	// Changed names, for an accepted job, the recorded inputs and the output
-	// whose bytes differ from the acceptance: the next step will reopen it.
+	// Changed names, for an accepted job, the recorded inputs ("input PATH")
+	// and the output ("output PATH") whose bytes differ from the acceptance,
+	// with " (removed)" for one that is gone: the next step will reopen it.
 	// A changed prompt or launch parameters show only when a step replays.
 	Changed []string `json:"changed"`
 }
 
 // EffectStatus is what an effect's journal says.
 type EffectStatus struct {
-	Name    string   `json:"name"`
-	Status  string   `json:"status"` // started, completed or absent
-	Runs    int      `json:"runs"`
-	At      string   `json:"at"`
-	By      string   `json:"by"`
-	Changed []string `json:"changed"` // inputs that changed since it was journaled
+	Name   string `json:"name"`
+	Status string `json:"status"` // started, completed or absent
+	Runs   int    `json:"runs"`
+	At     string `json:"at"`
+	By     string `json:"by"`
+	// Changed names the inputs of a started or completed effect that changed
+	// since it was journaled; an absent one is journaled anew when it runs.
+	Changed []string `json:"changed"`
+	// Interrupted: the journal says started, and no committed command has
+	// recorded that start. A step is inside the effect now, or a process
+	// ended inside it; the next step asks its recognizer.
+	Interrupted bool `json:"interrupted"`
 }
 
 // Status reads where the run stands. It takes no lock, judges nothing,
@@ -81,6 +93,10 @@ func (o *Orchestrator) Status() (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
+	history, err := o.run.History(st.Seq)
+	if err != nil {
+		return Status{}, err
+	}
 	s := Status{
 		Run:        o.run.Dir,
 		Definition: o.def.Name,
@@ -89,14 +105,22 @@ func (o *Orchestrator) Status() (Status, error) {
 		Steps:      st.Steps,
 		Jobs:       []JobStatus{},
 		Effects:    []EffectStatus{},
+		Settled:    []string{},
 	}
-	if s.Last, err = o.lastStep(st); err != nil {
+	var outputs map[string]string
+	if s.Last, s.Settled, outputs, err = o.readHistory(history); err != nil {
 		return Status{}, err
+	}
+	settled := map[string]bool{}
+	for _, subject := range s.Settled {
+		settled[subject] = true
 	}
 	blocks := map[string]Block{}
 	if s.Last != nil {
 		for _, b := range s.Last.Outcome.Blocks {
-			blocks[b.Subject] = b
+			if !settled[b.Subject] {
+				blocks[b.Subject] = b
+			}
 		}
 	}
 	if w := st.Workflow.Stopped; w != nil {
@@ -109,7 +133,7 @@ func (o *Orchestrator) Status() (Status, error) {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		js, err := o.jobStatus(st, name, blocks)
+		js, err := o.jobStatus(st, name, blocks, outputs[name])
 		if err != nil {
 			return Status{}, err
 		}
@@ -118,11 +142,17 @@ func (o *Orchestrator) Status() (Status, error) {
 	for _, name := range store.EffectNames(effects) {
 		e := effects[name]
 		es := EffectStatus{Name: name, Status: e.Status, Runs: e.Runs, At: e.At, By: e.By, Changed: []string{}}
-		for _, f := range e.Inputs {
-			if changed, err := o.fileChanged(f.Path, f.SHA256); err != nil {
-				return Status{}, err
-			} else if changed {
-				es.Changed = append(es.Changed, f.Path)
+		seen := st.Effects[name]
+		es.Interrupted = e.Status == store.EffectStarted && (seen.Status != e.Status || seen.Runs != e.Runs)
+		if e.Status != store.EffectAbsent {
+			for _, f := range e.Inputs {
+				changed, err := o.fileChange(f.Path, f.SHA256)
+				if err != nil {
+					return Status{}, err
+				}
+				if changed != "" {
+					es.Changed = append(es.Changed, changed)
+				}
 			}
 		}
 		s.Effects = append(s.Effects, es)
@@ -131,17 +161,26 @@ func (o *Orchestrator) Status() (Status, error) {
 	return s, nil
 }
 
-func (o *Orchestrator) jobStatus(st *store.State, name string, blocks map[string]Block) (JobStatus, error) {
+func (o *Orchestrator) jobStatus(st *store.State, name string, blocks map[string]Block, output string) (JobStatus, error) {
 	j := st.Jobs[name]
 	js := JobStatus{Name: name, Attempts: j.Handouts, LastFailure: j.LastFailure, Changed: []string{}}
 	if j.Accepted != nil {
 		for _, f := range j.Accepted.Input.Files {
-			changed, err := o.fileChanged(f.Path, f.SHA256)
+			changed, err := o.fileChange(f.Path, f.SHA256)
 			if err != nil {
 				return js, err
 			}
-			if changed {
-				js.Changed = append(js.Changed, "input "+f.Path)
+			if changed != "" {
+				js.Changed = append(js.Changed, "input "+changed)
+			}
+		}
+		if output != "" {
+			changed, err := o.fileChange(output, j.Accepted.Output)
+			if err != nil {
+				return js, err
+			}
+			if changed != "" {
+				js.Changed = append(js.Changed, "output "+changed)
 			}
 		}
 	}
@@ -158,6 +197,7 @@ func (o *Orchestrator) jobStatus(st *store.State, name string, blocks map[string
 		js.State = JobAwaited
 	default:
 		js.State = JobPending
+		// blocks holds what of the last outcome stands: not a released stop.
 		if b, ok := blocks[name]; ok {
 			js.State, js.Block = JobBlocked, &b
 		}
@@ -165,80 +205,186 @@ func (o *Orchestrator) jobStatus(st *store.State, name string, blocks map[string
 	return js, nil
 }
 
-// fileChanged says whether the file at key (run-relative or absolute) no
-// longer has the recorded hash.
-func (o *Orchestrator) fileChanged(key, sum string) (bool, error) {
+// fileChange says how the file at key (run-relative or absolute) differs
+// from the recorded hash: "" when it does not; otherwise key, marked
+// " (removed)" when it is gone and " (added)" when it was absent then.
+func (o *Orchestrator) fileChange(key, sum string) (string, error) {
 	now, err := store.FileSHA256(inputPath(o.run.Dir, key))
-	return now != sum, err
+	switch {
+	case err != nil || now == sum:
+		return "", err
+	case now == "":
+		return key + " (removed)", nil
+	case sum == "":
+		return key + " (added)", nil
+	default:
+		return key, nil
+	}
 }
 
-// lastStep finds the last step's event in the committed history.
-func (o *Orchestrator) lastStep(st *store.State) (*LastStep, error) {
-	for seq := st.Seq; seq > 0; seq-- {
-		events, err := o.run.HistoryOf(seq)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range events {
-			if e.Type != "step" {
-				continue
-			}
+// readHistory reads what the status needs from the committed history: the
+// last step's outcome; what the operator released or resolved after it; and
+// each job's output path, run-relative, as its last hand-out named it
+// (state.json keeps only the output's hash).
+func (o *Orchestrator) readHistory(history []store.Event) (last *LastStep, settled []string, outputs map[string]string, err error) {
+	settled, outputs = []string{}, map[string]string{}
+	for _, e := range history {
+		switch e.Type {
+		case "step":
 			var out Outcome
 			if err := json.Unmarshal(e.Outcome, &out); err != nil {
-				return nil, &store.RecordError{Path: o.run.StatePath("history", fmt.Sprintf("%d.jsonl", seq)), Err: err}
+				return nil, nil, nil, &store.RecordError{Path: o.run.StatePath("history", fmt.Sprintf("%d.jsonl", e.Seq)), Err: err}
 			}
-			return &LastStep{Step: e.Step, At: e.At, Outcome: out}, nil
+			last, settled = &LastStep{Step: e.Step, At: e.At, Outcome: out}, []string{}
+			for _, h := range out.Jobs {
+				if rel := handoutOutput(h); rel != "" {
+					outputs[h.Name] = rel
+				}
+			}
+		case "release", "resolve":
+			subject := e.Subject
+			if e.Type == "resolve" {
+				subject = "effect " + subject
+			}
+			if !slices.Contains(settled, subject) {
+				settled = append(settled, subject)
+			}
 		}
 	}
-	return nil, nil
+	return last, settled, outputs, nil
+}
+
+// handoutOutput is a hand-out's output path relative to the run directory
+// the hand-out was made in, which the prompt's path gives: a run that moved
+// since keeps its outputs.
+func handoutOutput(h Handout) string {
+	prompt := fmt.Sprintf("/%s/jobs/%s/prompt-%d.md", store.StateDir, h.Name, h.Attempt)
+	dir, ok := strings.CutSuffix(filepath.ToSlash(h.Prompt), prompt)
+	if !ok {
+		return ""
+	}
+	rel, ok := insideRun(filepath.FromSlash(dir), h.Output)
+	if !ok {
+		return ""
+	}
+	return rel
 }
 
 // advice says what the agent orchestrator and the operator may do now,
-// following the loop instruction (docs/loop.md).
+// following the loop instruction (docs/loop.md), with the operator's
+// commands ready to run. It reads the last outcome without what the
+// operator settled since, the workflow's standing stop, and the effects a
+// process may have ended inside. Where several things apply, the agent is
+// told the gravest, and the operator every command that is theirs to run.
 func advice(s Status) (agent, operator string) {
+	run := shellQuote(s.Run)
+	settled := map[string]bool{}
+	for _, subject := range s.Settled {
+		settled[subject] = true
+	}
+	var out Outcome
+	if s.Last != nil {
+		out = s.Last.Outcome
+	}
+	var ops, uncertain, interrupted, stops, repairs []string
+	for _, e := range out.Effects {
+		if !settled["effect "+e.Name] {
+			uncertain = append(uncertain, e.Name)
+			ops = append(ops, "establish whether effect "+e.Name+" took place, then: custodian resolve "+run+" "+e.Name+" completed|absent")
+		}
+	}
+	for _, e := range s.Effects {
+		if e.Interrupted && !slices.Contains(uncertain, e.Name) {
+			interrupted = append(interrupted, e.Name)
+			ops = append(ops, "make sure no custodian process is running, then let a step ask the recognizer of effect "+e.Name+
+				", or establish whether it took place and: custodian resolve "+run+" "+e.Name+" completed|absent")
+		}
+	}
 	if s.Workflow != nil {
-		return "stop: the workflow is stopped", "release workflow once its cause is fixed: custodian release RUN workflow"
+		stops = append(stops, "workflow")
+		ops = append(ops, "fix the cause, then: custodian release "+run+" workflow")
 	}
-	if s.Last == nil {
-		return "step: no step has run", "nothing"
-	}
-	out := s.Last.Outcome
-	switch out.Kind {
-	case KindLaunch:
-		return fmt.Sprintf("launch the workers of step %d that have not started, wait for all of them, then step", s.Last.Step), "nothing"
-	case KindDone:
-		return "nothing: the run is finished", "nothing"
-	case KindUncertain:
-		var names []string
-		for _, e := range out.Effects {
-			names = append(names, e.Name)
-		}
-		return "stop: the fate of an effect is uncertain",
-			fmt.Sprintf("establish what took place and record it: custodian resolve RUN NAME completed|absent (effects: %s)", join(names))
-	}
-	var stop, release, resolve []string
 	for _, b := range out.Blocks {
-		if b.Permitted != PermitStop {
-			continue
+		switch {
+		case settled[b.Subject] || b.Subject == "workflow" && s.Workflow != nil:
+		case b.Permitted == PermitRepair:
+			repairs = append(repairs, b.Subject)
+		default:
+			stops = append(stops, b.Subject)
+			if name, ok := cutEffect(b.Subject); ok {
+				ops = append(ops, "establish what took place, then: custodian resolve "+run+" "+name+" completed|absent")
+			} else {
+				ops = append(ops, "fix the cause, then: custodian release "+run+" "+b.Subject)
+			}
 		}
-		stop = append(stop, b.Subject)
-		if name, ok := cutEffect(b.Subject); ok {
-			resolve = append(resolve, name)
+	}
+	operator = "nothing"
+	if len(ops) > 0 {
+		operator = strings.Join(ops, "; ")
+	}
+	switch {
+	case len(uncertain) > 0:
+		return "stop and report it: the fate of an effect is uncertain (" + join(uncertain) + ")", operator
+	case len(interrupted) > 0:
+		return "stop and report it: effect " + join(interrupted) + " started and its end is not recorded; " +
+			"a step is inside it or a process ended inside it", operator
+	case len(stops) > 0:
+		return "stop and report it: a block permits only stopping (" + join(stops) + ")", operator
+	case len(repairs) > 0:
+		return "repair within the scope, report each repair, then step; or stop (" + join(repairs) + ")", operator
+	case s.Last == nil:
+		return "step: no step has run", operator
+	case out.Kind == KindBlocked || out.Kind == KindUncertain:
+		// Nothing of it stands: the operator released or resolved it.
+		return fmt.Sprintf("step: after step %d the operator %s", s.Last.Step, SettledText(s.Settled)), operator
+	case out.Kind == KindLaunch:
+		return fmt.Sprintf("launch the workers of step %d that have not started, wait for all of them, then step", s.Last.Step), operator
+	}
+	// The last step found the run done.
+	var changed []string
+	for _, j := range s.Jobs {
+		if j.State == JobAccepted && len(j.Changed) > 0 {
+			changed = append(changed, j.Name)
+		}
+	}
+	for _, e := range s.Effects {
+		if e.Status == store.EffectCompleted && len(e.Changed) > 0 {
+			changed = append(changed, "effect "+e.Name)
+		}
+	}
+	if len(changed) > 0 {
+		return fmt.Sprintf("step: what was accepted changed after the run was done at step %d (%s); the next step judges it again", s.Last.Step, join(changed)), operator
+	}
+	return "nothing: the run is finished", operator
+}
+
+// SettledText says what the operator did to the subjects of a Status's
+// Settled, in words: "released claims, workflow and resolved effect publish".
+func SettledText(settled []string) string {
+	var released, resolved []string
+	for _, subject := range settled {
+		if _, ok := cutEffect(subject); ok {
+			resolved = append(resolved, subject)
 		} else {
-			release = append(release, b.Subject)
+			released = append(released, subject)
 		}
 	}
-	if len(stop) == 0 {
-		return "repair within the scope, report each repair, then step; or stop", "nothing"
+	var parts []string
+	if len(released) > 0 {
+		parts = append(parts, "released "+join(released))
 	}
-	var ops []string
-	if len(release) > 0 {
-		ops = append(ops, "release once the cause is fixed: custodian release RUN SUBJECT ("+join(release)+")")
+	if len(resolved) > 0 {
+		parts = append(parts, "resolved "+join(resolved))
 	}
-	if len(resolve) > 0 {
-		ops = append(ops, "establish what took place and record it: custodian resolve RUN NAME completed|absent ("+join(resolve)+")")
+	return strings.Join(parts, " and ")
+}
+
+// shellQuote quotes a path for a POSIX shell when it needs quoting.
+func shellQuote(p string) string {
+	if p != "" && strings.Trim(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+=:,@%") == "" {
+		return p
 	}
-	return "stop: a block permits only stopping (" + join(stop) + ")", join(ops)
+	return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
 }
 
 func cutEffect(subject string) (string, bool) {
@@ -269,7 +415,7 @@ func (o *Orchestrator) Log() ([]store.Event, error) {
 		return nil, err
 	}
 	events := []store.Event{{Type: "start", At: o.run.Record.StartedAt, Subject: o.run.Record.Definition,
-		Text: fmt.Sprintf("version %s, parameters %s", o.run.Record.Version, formatParams(o.params))}}
+		Text: fmt.Sprintf("version %s, %s", o.run.Record.Version, formatParams(o.params))}}
 	r := 0
 	addReports := func(upTo int) {
 		for ; r < len(reports) && reports[r].Seq <= upTo; r++ {
@@ -289,7 +435,7 @@ func (o *Orchestrator) Log() ([]store.Event, error) {
 
 func formatParams(p Params) string {
 	if len(p) == 0 {
-		return "none"
+		return "no parameters"
 	}
 	keys := make([]string, 0, len(p))
 	for k := range p {
@@ -300,5 +446,5 @@ func formatParams(p Params) string {
 	for i, k := range keys {
 		pairs[i] = k + "=" + p[k]
 	}
-	return strings.Join(pairs, " ")
+	return "parameters " + strings.Join(pairs, " ")
 }

@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"path"
@@ -24,13 +25,23 @@ func (o *Orchestrator) Step() (Outcome, error) {
 	err := o.locked(func(rec *records) error {
 		st := rec.state
 		if len(st.Moves) > 0 {
-			// The last step committed and ended before its moves were done.
+			// The last step committed and ended before its moves were done,
+			// so nobody saw its outcome: finish the moves and give that
+			// outcome now, rather than judge a round whose workers never ran.
 			if err := o.run.Perform(st.Moves); err != nil {
 				return err
 			}
 			st.Moves = []store.Move{}
 			if err := o.run.SaveState("state-moved", st); err != nil {
 				return err
+			}
+			last, err := o.lastOutcome(st)
+			if err != nil {
+				return err
+			}
+			if last != nil {
+				out = *last
+				return nil
 			}
 		}
 		limits, err := o.def.limits(o.params)
@@ -383,4 +394,26 @@ func (o *Orchestrator) effectBlock(eb effectBlock, reports []store.Report) (Bloc
 		Scope:     o.def.repairScope(),
 	}
 	return b, record{label: "block", rel: rel, data: renderEffectBlock(o, b, eb, reports)}
+}
+
+// lastOutcome reads the outcome of the last step from the committed
+// history, or nil when no step has given one.
+func (o *Orchestrator) lastOutcome(st *store.State) (*Outcome, error) {
+	for seq := st.Seq; seq > 0; seq-- {
+		events, err := o.run.HistoryOf(seq)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range events {
+			if e.Type != "step" {
+				continue
+			}
+			var out Outcome
+			if err := json.Unmarshal(e.Outcome, &out); err != nil {
+				return nil, &store.RecordError{Path: o.run.StatePath("history", fmt.Sprintf("%d.jsonl", seq)), Err: err}
+			}
+			return &out, nil
+		}
+	}
+	return nil, nil
 }

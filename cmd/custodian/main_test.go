@@ -157,7 +157,7 @@ func TestBusyRunIsRefusedAtOnce(t *testing.T) {
 	require.Equal(t, 3, r.code, "stdout %q, stderr %q", r.stdout, r.stderr)
 	assert.Empty(t, r.stdout)
 	assert.Contains(t, r.stderr, "busy")
-	assert.Contains(t, r.stderr, "\ncustodian: hint: another custodian process is working on this run; wait for it to finish, do not start a second loop\n")
+	assert.Contains(t, r.stderr, "\ncustodian: hint: another custodian process is working on this run; do not start a second loop and do not retry on your own: tell the operator\n")
 
 	// Wait for the held step the way it holds the run: by its lock.
 	lock := flock.New(filepath.Join(dir, ".custodian", "lock"))

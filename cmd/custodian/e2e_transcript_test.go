@@ -1,0 +1,215 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The format of the transcripts under testdata/e2e; testdata/e2e/README.md
+// describes it for readers.
+const (
+	prog          = "custodian" // every command runs it: "$ custodian step $RUN"
+	commandPrefix = "$ "        // a command, as typed: "$ custodian step $RUN"
+	headingPrefix = "## "       // a part of the course, and who acts in it
+	commentPrefix = "# "        // what happened between commands
+	exitLine      = "[exit %d]"
+	stderrLine    = "[stderr]"
+	noNewlineLine = "[no newline at end]"
+
+	// agentHeading opens a part that the scripted agent orchestrator plays;
+	// the commands in it are the agent's to choose, and are not read.
+	agentHeading = headingPrefix + "the agent orchestrator"
+)
+
+// course is a transcript file read as a script: what the test must do to
+// write the transcript again.
+type course struct {
+	header string // the lines before the first command or heading, kept as written
+	parts  []part // in order; the first has no heading
+}
+
+// part is the commands under one heading.
+type part struct {
+	heading  string     // the heading line; "" for the part before the first
+	commands [][]string // each command's arguments, after "custodian"; none in an agent part
+}
+
+// agent says whether the scripted agent orchestrator plays this part.
+func (p part) agent() bool { return strings.HasPrefix(p.heading, agentHeading) }
+
+// scenario is the trial scenario of the course's run: the one its first
+// `custodian trial setup SCENARIO` names, or "" when it sets up none.
+func (c course) scenario() string {
+	for _, p := range c.parts {
+		for _, args := range p.commands {
+			if len(args) > 2 && args[0] == "trial" && args[1] == "setup" {
+				return args[2]
+			}
+		}
+	}
+	return ""
+}
+
+// parseCourse reads a transcript. Only its header, its headings and its
+// command lines outside agent parts matter; every other line is output or
+// commentary, which the test writes anew.
+func parseCourse(text string) (course, error) {
+	var c course
+	lines := strings.SplitAfter(text, "\n")
+	i := 0
+	for ; i < len(lines) && !strings.HasPrefix(lines[i], commandPrefix) && !strings.HasPrefix(lines[i], headingPrefix); i++ {
+		c.header += lines[i]
+	}
+	c.header = strings.TrimRight(c.header, "\n")
+	c.parts = []part{{}}
+	for n, line := range lines[i:] {
+		line = strings.TrimSuffix(line, "\n")
+		p := &c.parts[len(c.parts)-1]
+		switch {
+		case strings.HasPrefix(line, headingPrefix):
+			c.parts = append(c.parts, part{heading: line})
+		case strings.HasPrefix(line, commandPrefix) && !p.agent():
+			args, err := splitCommand(strings.TrimPrefix(line, commandPrefix))
+			if err != nil {
+				return course{}, fmt.Errorf("line %d: %w", i+n+1, err)
+			}
+			if len(args) == 0 || args[0] != prog {
+				return course{}, fmt.Errorf("line %d: %q does not run %s", i+n+1, line, prog)
+			}
+			p.commands = append(p.commands, args[1:])
+		}
+	}
+	return c, nil
+}
+
+// splitCommand splits a command line into arguments at spaces. An argument
+// in double quotes is a Go string literal, as quoteArg writes it.
+func splitCommand(line string) ([]string, error) {
+	var args []string
+	for rest := strings.TrimLeft(line, " "); rest != ""; rest = strings.TrimLeft(rest, " ") {
+		if rest[0] != '"' {
+			arg, tail, _ := strings.Cut(rest, " ")
+			args, rest = append(args, arg), tail
+			continue
+		}
+		quoted, err := strconv.QuotedPrefix(rest)
+		if err != nil {
+			return nil, fmt.Errorf("%q: an unterminated or malformed quoted argument", line)
+		}
+		arg, err := strconv.Unquote(quoted)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", line, err)
+		}
+		args, rest = append(args, arg), rest[len(quoted):]
+	}
+	return args, nil
+}
+
+// quoteArg writes an argument as splitCommand reads it back: as it is when
+// it is made of plain characters, as a Go string literal otherwise.
+func quoteArg(arg string) string {
+	const plain = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%$"
+	if arg != "" && strings.Trim(arg, plain) == "" {
+		return arg
+	}
+	return strconv.Quote(arg)
+}
+
+// transcript writes a course as it happens. Paths are written as $RUN and
+// $TMP, so that a transcript is the same wherever the test runs.
+type transcript struct {
+	b        strings.Builder
+	paths    *strings.Replacer // the run and the temporary directories, to $RUN and $TMP
+	comments bool              // the last thing written is a comment block
+}
+
+func newTranscript(header, run, tmp string) *transcript {
+	// The run directory is inside the temporary one, so it is replaced
+	// first: a Replacer tries its pairs in the order given.
+	tr := &transcript{paths: strings.NewReplacer(run, "$RUN", tmp, "$TMP")}
+	if header != "" {
+		tr.b.WriteString(header + "\n")
+	}
+	return tr
+}
+
+func (tr *transcript) String() string { return tr.b.String() }
+
+// block separates what comes next from what came before with a blank line.
+func (tr *transcript) block() {
+	if tr.b.Len() > 0 {
+		tr.b.WriteString("\n")
+	}
+	tr.comments = false
+}
+
+func (tr *transcript) heading(line string) {
+	tr.block()
+	tr.b.WriteString(line + "\n")
+}
+
+// command writes a command with its exit status when not 0, its stdout and
+// its stderr.
+func (tr *transcript) command(args []string, r result) {
+	tr.block()
+	words := []string{commandPrefix + prog}
+	for _, arg := range args {
+		words = append(words, quoteArg(tr.paths.Replace(arg)))
+	}
+	tr.b.WriteString(strings.Join(words, " ") + "\n")
+	if r.code != 0 {
+		fmt.Fprintf(&tr.b, exitLine+"\n", r.code)
+	}
+	tr.output(r.stdout)
+	if r.stderr != "" {
+		tr.b.WriteString(stderrLine + "\n")
+		tr.output(r.stderr)
+	}
+}
+
+func (tr *transcript) output(text string) {
+	if text == "" {
+		return
+	}
+	tr.b.WriteString(tr.paths.Replace(text))
+	if !strings.HasSuffix(text, "\n") {
+		tr.b.WriteString("\n" + noNewlineLine + "\n")
+	}
+}
+
+// comment writes one comment line per line of its text; comments written
+// one after another form one block.
+func (tr *transcript) comment(format string, args ...any) {
+	if !tr.comments {
+		tr.block()
+	}
+	for _, line := range strings.Split(tr.paths.Replace(fmt.Sprintf(format, args...)), "\n") {
+		tr.b.WriteString(commentPrefix + line + "\n")
+	}
+	tr.comments = true
+}
+
+func TestTranscriptCommandLinesReadBackAsWritten(t *testing.T) {
+	for _, args := range [][]string{
+		{"step", "$RUN"},
+		{"trial", "setup", "parameters", "--run", "$RUN", "--launch", "tools=read,grep"},
+		{"report", "$RUN", "stop", "--job", "assumptions", "--text", `a "quoted" word; and a\backslash`},
+		{"start", "trial", "--param", ""},
+		{"report", "$RUN", "repair", "--text", "two  spaces\tand a tab"},
+	} {
+		words := make([]string, len(args))
+		for i, arg := range args {
+			words[i] = quoteArg(arg)
+		}
+		got, err := splitCommand(strings.Join(words, " "))
+		require.NoError(t, err)
+		assert.Equal(t, args, got)
+	}
+	_, err := splitCommand(`report $RUN stop --text "unterminated`)
+	assert.Error(t, err)
+}

@@ -1,0 +1,43 @@
+package shell
+
+import (
+	"fmt"
+
+	"github.com/custodian-run/custodian/workflow"
+	"github.com/urfave/cli/v2"
+)
+
+// answers are the words the operator resolves an effect with, and what each
+// says took place. Unknown is what step reports, not an answer.
+var answers = map[string]workflow.Recognition{
+	"completed": workflow.Completed,
+	"absent":    workflow.Absent,
+}
+
+func resolveCommand(reg *workflow.Registry) *cli.Command {
+	return &cli.Command{
+		Name:      "resolve",
+		Usage:     "the operator's: record whether an effect whose fate code cannot settle took place",
+		ArgsUsage: "RUN EFFECT completed|absent",
+		Description: "EFFECT is an effect that step reports as uncertain, or blocks on. completed lets it stand\n" +
+			"with its inputs as they are now; absent withdraws it, so that it runs again when the definition\n" +
+			"reaches it. Only the operator resolves, once they have established what took place. Prints nothing.",
+		Action: withArgs([]string{"RUN", "EFFECT", "completed|absent"}, func(c *cli.Context, args []string) error {
+			what, ok := answers[args[2]]
+			if !ok {
+				// Checked before the run is opened: a malformed command line
+				// is one whatever the path names.
+				return &usageError{
+					msg: subject(c) + fmt.Sprintf("%q is not an answer; resolve with completed or absent", args[2]),
+					hint: "the operator establishes whether the effect took place (completed) or not (absent), " +
+						"and resolves with that word; until then, leave the run as it is",
+				}
+			}
+			o, err := workflow.Open(reg, args[0])
+			if err != nil {
+				return err
+			}
+			return o.Resolve(args[1], what)
+		}),
+	}
+}
