@@ -76,6 +76,15 @@ func writeOutput(t *testing.T, dir, rel, text string) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, rel), []byte(text), 0o644))
 }
 
+// stateOf returns the bytes of the run's state.json, which a run has from
+// its start.
+func stateOf(t *testing.T, dir string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, ".custodian", "state.json"))
+	require.NoError(t, err)
+	return string(b)
+}
+
 // listing returns every path under dir, relative, with its size: what a
 // command that must write nothing must leave as it was.
 func listing(t *testing.T, dir string) map[string]int64 {
@@ -198,6 +207,23 @@ func TestUntrustedRecordsExit4(t *testing.T) {
 	}
 }
 
+// A run has state.json from its start: without it, even before the first
+// step, the run is not taken for a new one.
+func TestRunWithoutItsStateExits4(t *testing.T) {
+	for _, args := range [][]string{{"step"}, {"report", "repair"}, {"release", "claims"}, {"status"}, {"log"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			dir := trialRun(t, "clean")
+			require.NoError(t, os.Remove(filepath.Join(dir, ".custodian", "state.json")))
+			before := listing(t, dir)
+
+			r := custodian(t, append([]string{args[0], dir}, args[1:]...)...)
+			requireFailure(t, r, shell.ExitUntrusted, "do not edit anything under .custodian/; give this message to the operator")
+			assert.Contains(t, r.stderr, "state.json")
+			assert.Equal(t, before, listing(t, dir))
+		})
+	}
+}
+
 func TestBusyRunExits3(t *testing.T) {
 	dir := trialRun(t, "clean")
 	lock := flock.New(filepath.Join(dir, ".custodian", "lock"))
@@ -205,6 +231,7 @@ func TestBusyRunExits3(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, locked)
 	t.Cleanup(func() { _ = lock.Unlock() })
+	before := stateOf(t, dir)
 
 	for _, args := range [][]string{{"step", dir}, {"report", dir, "repair"}, {"release", dir, "claims"}} {
 		t.Run(args[0], func(t *testing.T) {
@@ -213,7 +240,7 @@ func TestBusyRunExits3(t *testing.T) {
 			assert.Contains(t, r.stderr, "busy")
 		})
 	}
-	assert.NoFileExists(t, filepath.Join(dir, ".custodian", "state.json"))
+	assert.Equal(t, before, stateOf(t, dir), "a busy run's state changed")
 }
 
 func TestBrokenDefinitionExits5(t *testing.T) {
@@ -243,10 +270,11 @@ func TestRunOfAnotherBinaryIsRefused(t *testing.T) {
 	dir := trialRun(t, "clean")
 	other, err := workflow.NewRegistry(&workflow.Definition{Name: "other", Run: func(*workflow.Context) error { return nil }})
 	require.NoError(t, err)
+	before := stateOf(t, dir)
 
 	r := run(t, other, "step", dir)
 	requireFailure(t, r, shell.ExitFailed, "use the binary that started the run")
-	assert.NoFileExists(t, filepath.Join(dir, ".custodian", "state.json"))
+	assert.Equal(t, before, stateOf(t, dir), "a refused step changed the state")
 }
 
 func TestDefinitionsListsEveryDefinition(t *testing.T) {
@@ -270,6 +298,7 @@ func TestVersionAndHelp(t *testing.T) {
 	assert.Equal(t, "custodian version "+workflow.Version+"\n", ok(t, "--version"))
 
 	dir := trialRun(t, "clean")
+	before := stateOf(t, dir)
 	tests := []struct {
 		args  []string
 		usage string
@@ -285,5 +314,5 @@ func TestVersionAndHelp(t *testing.T) {
 			assert.Contains(t, ok(t, tt.args...), "USAGE:\n   "+tt.usage+"\n")
 		})
 	}
-	assert.NoFileExists(t, filepath.Join(dir, ".custodian", "state.json"), "help ran the step")
+	assert.Equal(t, before, stateOf(t, dir), "help ran the step")
 }

@@ -49,7 +49,7 @@ func statusCommand(reg *workflow.Registry) *cli.Command {
 func printStatus(w io.Writer, s workflow.Status) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "run: %s\n", s.Run)
-	fmt.Fprintf(&b, "definition: %s (%s)\n", s.Definition, params(s.Params))
+	fmt.Fprintf(&b, "definition: %s (%s)\n", s.Definition, s.Params)
 	if s.Last == nil {
 		fmt.Fprintln(&b, "last step: none")
 	} else {
@@ -188,21 +188,4 @@ func runs(n int) string {
 		return "1 run"
 	}
 	return fmt.Sprintf("%d runs", n)
-}
-
-// params renders a run's parameters as sorted KEY=VALUE pairs.
-func params(p workflow.Params) string {
-	if len(p) == 0 {
-		return "no parameters"
-	}
-	keys := make([]string, 0, len(p))
-	for k := range p {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	pairs := make([]string, len(keys))
-	for i, k := range keys {
-		pairs[i] = k + "=" + p[k]
-	}
-	return strings.Join(pairs, " ")
 }

@@ -101,6 +101,27 @@ func checkShape(raw any, t reflect.Type, at string) error {
 	return nil
 }
 
+// decodeLines decodes a JSON-lines record, one strict record a line, each
+// of format want. A last line without its newline is incomplete: the
+// record was cut short.
+func decodeLines[T any](path string, data []byte, want int, format func(*T) int) ([]T, error) {
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		return nil, untrusted(path, "its last line is incomplete")
+	}
+	var out []T
+	for i, line := range bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n")) {
+		if len(data) == 0 {
+			break
+		}
+		var v T
+		if err := decodeRecord(path, line, &v, want, func() int { return format(&v) }); err != nil {
+			return nil, fmt.Errorf("line %d: %w", i+1, err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
 var rawMessage = reflect.TypeOf(json.RawMessage(nil))
 
 // encode renders a record the way every record is stored: indented JSON with

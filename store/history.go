@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -76,18 +75,14 @@ func (r *Run) HistoryOf(seq int) ([]Event, error) {
 	if err != nil {
 		return nil, &RecordError{Path: path, Err: err}
 	}
-	var events []Event
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64*1024), len(data)+1)
-	for line := 1; sc.Scan(); line++ {
-		var e Event
-		if err := decodeRecord(path, sc.Bytes(), &e, EventFormat, func() int { return e.Format }); err != nil {
-			return nil, fmt.Errorf("line %d: %w", line, err)
-		}
+	events, err := decodeLines(path, data, EventFormat, func(e *Event) int { return e.Format })
+	if err != nil {
+		return nil, err
+	}
+	for i, e := range events {
 		if e.Seq != seq {
-			return nil, untrusted(path, "line %d belongs to command %d", line, e.Seq)
+			return nil, untrusted(path, "line %d belongs to command %d", i+1, e.Seq)
 		}
-		events = append(events, e)
 	}
 	return events, nil
 }

@@ -1,11 +1,8 @@
 package store
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 )
@@ -39,21 +36,14 @@ func (r *Run) Reports() ([]Report, error) {
 	if err != nil {
 		return nil, &RecordError{Path: path, Err: err}
 	}
-	var reports []Report
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64*1024), len(data)+1)
-	for line := 1; sc.Scan(); line++ {
-		var rep Report
-		if err := decodeRecord(path, sc.Bytes(), &rep, ReportFormat, func() int { return rep.Format }); err != nil {
-			return nil, fmt.Errorf("line %d: %w", line, err)
-		}
-		if rep.Number != line {
-			return nil, untrusted(path, "line %d holds report %d", line, rep.Number)
-		}
-		reports = append(reports, rep)
+	reports, err := decodeLines(path, data, ReportFormat, func(rep *Report) int { return rep.Format })
+	if err != nil {
+		return nil, err
 	}
-	if len(data) > 0 && data[len(data)-1] != '\n' {
-		return nil, untrusted(path, "its last line is incomplete")
+	for i, rep := range reports {
+		if rep.Number != i+1 {
+			return nil, untrusted(path, "line %d holds report %d", i+1, rep.Number)
+		}
 	}
 	return reports, nil
 }

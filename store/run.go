@@ -31,9 +31,11 @@ type Run struct {
 	Record RunRecord // run.json as read when the run was opened
 }
 
-// Create starts a run in dir, which may not exist yet, by writing run.json.
-// It refuses a directory that already holds a run.
-func Create(dir string, rec RunRecord) (*Run, error) {
+// Create starts a run in dir, which may not exist yet: it writes the run's
+// first state, st, and then run.json, which makes the directory a run. A
+// process that ends in between leaves no run, and Create can run again. It
+// refuses a directory that already holds a run.
+func Create(dir string, rec RunRecord, st *State) (*Run, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("start run %s: %w", dir, err)
@@ -63,6 +65,9 @@ func Create(dir string, rec RunRecord) (*Run, error) {
 	// Checked again under the lock: two starts of one directory cannot both win.
 	if _, err := os.Lstat(r.path("run.json")); err == nil {
 		return nil, fmt.Errorf("start run %s: %w", abs, ErrExists)
+	}
+	if err := r.SaveState("state-new", st); err != nil {
+		return nil, fmt.Errorf("start run %s: %w", abs, err)
 	}
 	if err := writeFile("run", r.path("run.json"), data); err != nil {
 		return nil, fmt.Errorf("start run %s: %w", abs, err)

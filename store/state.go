@@ -139,17 +139,13 @@ func NewState(inputState int) *State {
 	}
 }
 
-// LoadState reads state.json. A run on which no step has committed has none;
-// LoadState then returns nil and no error, unless effect journals exist,
-// which only a step writes: then the state is missing and cannot be trusted.
+// LoadState reads state.json. Every run has one from its start, so a
+// missing one cannot be trusted either.
 func (r *Run) LoadState() (*State, error) {
 	path := r.path("state.json")
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		if names, _ := os.ReadDir(r.path("effects")); len(names) > 0 {
-			return nil, untrusted(path, "it is missing, yet effects were journaled")
-		}
-		return nil, nil
+		return nil, untrusted(path, "it is missing; a run has one from its start")
 	}
 	if err != nil {
 		return nil, &RecordError{Path: path, Err: err}

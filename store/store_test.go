@@ -16,7 +16,7 @@ import (
 
 func newRun(t *testing.T) *store.Run {
 	t.Helper()
-	r, err := store.Create(filepath.Join(t.TempDir(), "run"), store.RunRecord{Definition: "def", Version: "test"})
+	r, err := store.Create(filepath.Join(t.TempDir(), "run"), store.RunRecord{Definition: "def", Version: "test"}, store.NewState(1))
 	require.NoError(t, err)
 	return r
 }
@@ -70,15 +70,35 @@ func TestStateRoundTrips(t *testing.T) {
 }
 
 func TestLoadStateOfARunWithoutSteps(t *testing.T) {
-	r := newRun(t)
+	// Create writes the state it is given as the run's first state.
+	initial := store.NewState(7)
+	r, err := store.Create(filepath.Join(t.TempDir(), "run"), store.RunRecord{Definition: "def", Version: "test"}, initial)
+	require.NoError(t, err)
 	st, err := r.LoadState()
 	require.NoError(t, err)
-	assert.Nil(t, st, "no step has committed, so there is no state")
+	assert.Equal(t, store.NewState(7), st, "no step has committed, so the state is the initial one")
+}
 
-	// Only a step writes effect journals: with one present, a missing state was lost.
-	writeFile(t, r.StatePath("effects", "publish.json"), "{}")
-	_, err = r.LoadState()
-	assert.ErrorIs(t, err, store.ErrUntrusted)
+func TestLoadStateOfARunWhoseStateWasRemovedIsUntrusted(t *testing.T) {
+	for name, journaled := range map[string]bool{"no effect journaled": false, "an effect journaled": true} {
+		t.Run(name, func(t *testing.T) {
+			r := newRun(t)
+			if journaled {
+				writeFile(t, r.StatePath("effects", "publish.json"), "{}")
+			}
+			require.NoError(t, os.Remove(r.StatePath("state.json")))
+
+			// Every run has a state from its start: a missing one was lost,
+			// and is never taken for a run on which no step has committed.
+			st, err := r.LoadState()
+			assert.ErrorIs(t, err, store.ErrUntrusted)
+			assert.Nil(t, st)
+			var rec *store.RecordError
+			if assert.ErrorAs(t, err, &rec) {
+				assert.Equal(t, r.StatePath("state.json"), rec.Path)
+			}
+		})
+	}
 }
 
 // Strict decoding: encoding/json alone would read a missing field as zero,
@@ -190,18 +210,21 @@ func TestOpenAndCreate(t *testing.T) {
 	_, err := store.Open(dir)
 	assert.ErrorIs(t, err, store.ErrNotRun)
 
-	r, err := store.Create(dir, store.RunRecord{Definition: "def", Params: map[string]string{"a": "b"}, Version: "v"})
+	r, err := store.Create(dir, store.RunRecord{Definition: "def", Params: map[string]string{"a": "b"}, Version: "v"}, store.NewState(1))
 	require.NoError(t, err)
 	opened, err := store.Open(dir)
 	require.NoError(t, err)
 	assert.Equal(t, r.Record, opened.Record)
 	assert.Equal(t, store.RunFormat, opened.Record.Format)
 
-	_, err = store.Create(dir, store.RunRecord{Definition: "other"})
+	_, err = store.Create(dir, store.RunRecord{Definition: "other"}, store.NewState(2))
 	assert.ErrorIs(t, err, store.ErrExists)
 	again, err := store.Open(dir)
 	require.NoError(t, err)
 	assert.Equal(t, "def", again.Record.Definition, "a refused start changed run.json")
+	st, err := again.LoadState()
+	require.NoError(t, err)
+	assert.Equal(t, store.NewState(1), st, "a refused start changed state.json")
 }
 
 func TestReportsAreNumberedInOrder(t *testing.T) {

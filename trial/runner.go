@@ -129,55 +129,20 @@ func (b *binary) run(args ...string) ([]byte, error) {
 	return stdout.Bytes(), nil
 }
 
-// wireOutcome is the object `step --json` prints. It mirrors
-// workflow.Outcome.MarshalJSON; the engine has no decoder because nothing in
-// it reads an outcome back.
-type wireOutcome struct {
-	Outcome workflow.Kind          `json:"outcome"`
-	Jobs    []workflow.Handout     `json:"jobs"`
-	Blocks  []workflow.Block       `json:"blocks"`
-	Effects []workflow.EffectState `json:"effects"`
-}
-
 // DecodeOutcome decodes the one JSON object that `step --json` prints. It is
 // strict on purpose: an unknown field, a second value or an unknown outcome
 // word means the binary and this package disagree on the format, and the
-// trial kit exists to find exactly that. Empty lists decode as nil, as the
-// engine returns them in process.
+// trial kit exists to find exactly that.
 func DecodeOutcome(data []byte) (workflow.Outcome, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var w wireOutcome
-	if err := dec.Decode(&w); err != nil {
+	var out workflow.Outcome
+	if err := dec.Decode(&out); err != nil {
 		return workflow.Outcome{}, fmt.Errorf("decode step --json output: %w", err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return workflow.Outcome{}, fmt.Errorf("decode step --json output: more than one JSON value")
 	}
-	if err := knownKind(w.Outcome); err != nil {
-		return workflow.Outcome{}, fmt.Errorf("decode step --json output: %w", err)
-	}
-	return workflow.Outcome{
-		Kind:    w.Outcome,
-		Jobs:    nilIfEmpty(w.Jobs),
-		Blocks:  nilIfEmpty(w.Blocks),
-		Effects: nilIfEmpty(w.Effects),
-	}, nil
-}
-
-func knownKind(k workflow.Kind) error {
-	switch k {
-	case workflow.KindLaunch, workflow.KindBlocked, workflow.KindUncertain, workflow.KindDone:
-		return nil
-	}
-	return fmt.Errorf("unknown outcome %q", k)
-}
-
-func nilIfEmpty[T any](s []T) []T {
-	if len(s) == 0 {
-		return nil
-	}
-	return s
+	return out, nil
 }
 
 // The fixed words of the text form; see "What step prints" in the design.
@@ -196,8 +161,8 @@ const (
 func ParseOutcome(text string) (workflow.Outcome, error) {
 	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
 	kind := workflow.Kind(lines[0])
-	if err := knownKind(kind); err != nil {
-		return workflow.Outcome{}, fmt.Errorf("read step output: the first line: %w", err)
+	if !kind.Known() {
+		return workflow.Outcome{}, fmt.Errorf("read step output: the first line: unknown outcome %q", kind)
 	}
 	items, err := parseItems(lines[1:])
 	if err != nil {

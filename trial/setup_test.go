@@ -87,7 +87,11 @@ func TestSetupPlacesWhatEachScenarioNeeds(t *testing.T) {
 				}
 			}
 			assert.Equal(t, tt.params, setupParams(t, dir))
-			assert.NoFileExists(t, filepath.Join(dir, ".custodian", "state.json"), "setup ran a step")
+			run, err := store.Open(dir)
+			require.NoError(t, err)
+			st, err := run.LoadState()
+			require.NoError(t, err)
+			assert.Equal(t, store.NewState(workflow.InputStateVersion), st, "setup ran a step")
 		})
 	}
 }

@@ -2,8 +2,11 @@ package workflow
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
+	"strings"
 )
 
 // DefaultRepairScope is what the agent orchestrator may do at a block that
@@ -34,6 +37,20 @@ func (p Params) Get(key, def string) string {
 		return v
 	}
 	return def
+}
+
+// String renders the parameters as sorted KEY=VALUE pairs, or says that
+// there are none.
+func (p Params) String() string {
+	if len(p) == 0 {
+		return "no parameters"
+	}
+	keys := slices.Sorted(maps.Keys(p))
+	pairs := make([]string, len(keys))
+	for i, k := range keys {
+		pairs[i] = k + "=" + p[k]
+	}
+	return strings.Join(pairs, " ")
 }
 
 // Definition is a workflow: an ordinary Go function that names jobs, waits on

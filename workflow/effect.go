@@ -145,11 +145,6 @@ func (r *replay) runEffect(e *effectSpec, prev *store.Effect, current []store.Fi
 		rec.Runs = prev.Runs
 	}
 	rec.Runs++
-	if r.fresh {
-		// A journal without a state beside it could not be trusted.
-		r.save(r.store.SaveState("state-new", r.state))
-		r.fresh = false
-	}
 	r.save(r.store.SaveEffect("effect-started", rec))
 	r.effects[e.name] = rec
 	if f := r.callEffect(e.name, do); f != nil {

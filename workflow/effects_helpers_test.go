@@ -139,7 +139,7 @@ func (r *effectRun) bytesOf(rel string) []byte {
 func (r *effectRun) state() []byte {
 	r.t.Helper()
 	b := r.bytesOf(".custodian/state.json")
-	require.NotNil(r.t, b, "no step has committed")
+	require.NotNil(r.t, b, "state.json is missing; a run has one from its start")
 	return b
 }
 

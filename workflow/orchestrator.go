@@ -73,7 +73,7 @@ func Start(reg *Registry, name, dir string, params Params) (*Orchestrator, error
 	if params == nil {
 		params = Params{}
 	}
-	run, err := store.Create(dir, store.RunRecord{Definition: name, Params: params, Version: Version})
+	run, err := store.Create(dir, store.RunRecord{Definition: name, Params: params, Version: Version}, store.NewState(InputStateVersion))
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +130,6 @@ func (o *Orchestrator) Params() Params { return o.params }
 // records are a run's records as one command read them under the lock.
 type records struct {
 	state   *store.State
-	fresh   bool // no step has committed: state is new, not read
 	effects map[string]*store.Effect
 	reports []store.Report
 }
@@ -147,9 +146,6 @@ func (o *Orchestrator) locked(fn func(rec *records) error) error {
 	rec := &records{}
 	if rec.state, err = o.run.LoadState(); err != nil {
 		return err
-	}
-	if rec.state == nil {
-		rec.state, rec.fresh = store.NewState(InputStateVersion), true
 	}
 	if v := rec.state.InputState; v != InputStateVersion {
 		return &store.RecordError{

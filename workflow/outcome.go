@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 )
@@ -120,8 +121,18 @@ func (o Outcome) MarshalJSON() ([]byte, error) {
 	}
 }
 
-// UnmarshalJSON reads the object MarshalJSON writes. It refuses an outcome
-// word it does not know.
+// Known says whether k is one of the four outcomes.
+func (k Kind) Known() bool {
+	switch k {
+	case KindUncertain, KindBlocked, KindLaunch, KindDone:
+		return true
+	}
+	return false
+}
+
+// UnmarshalJSON reads the object MarshalJSON writes, strictly: an unknown
+// field or outcome word means a reader and a writer disagree on the format.
+// Empty lists read as nil, as Step returns them.
 func (o *Outcome) UnmarshalJSON(data []byte) error {
 	var v struct {
 		Outcome Kind          `json:"outcome"`
@@ -129,16 +140,23 @@ func (o *Outcome) UnmarshalJSON(data []byte) error {
 		Blocks  []Block       `json:"blocks"`
 		Effects []EffectState `json:"effects"`
 	}
-	if err := json.Unmarshal(data, &v); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
 		return err
 	}
-	switch v.Outcome {
-	case KindLaunch, KindBlocked, KindUncertain, KindDone:
-	default:
+	if !v.Outcome.Known() {
 		return fmt.Errorf("unknown outcome %q", v.Outcome)
 	}
-	*o = Outcome{Kind: v.Outcome, Jobs: v.Jobs, Blocks: v.Blocks, Effects: v.Effects}
+	*o = Outcome{Kind: v.Outcome, Jobs: nilIfEmpty(v.Jobs), Blocks: nilIfEmpty(v.Blocks), Effects: nilIfEmpty(v.Effects)}
 	return nil
+}
+
+func nilIfEmpty[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
 }
 
 func nonNil[T any](s []T) []T {

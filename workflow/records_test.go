@@ -89,6 +89,9 @@ func TestUntrustedRecordsAreRefusedByEveryCommand(t *testing.T) {
 			})
 		}},
 		{"state.json is unreadable", func(t *testing.T, h *harness) { replaceWithDir(t, h, ".custodian/state.json") }},
+		// A run has a state from its start: a missing one was lost, and
+		// reading it as a new run would forget the stop and every record.
+		{"state.json is missing", func(t *testing.T, h *harness) { h.remove(".custodian/state.json") }},
 		{"reports.jsonl is not JSON", func(t *testing.T, h *harness) { h.write(".custodian/reports.jsonl", "garbage\n") }},
 		{"reports.jsonl has another format", func(t *testing.T, h *harness) {
 			h.write(".custodian/reports.jsonl", strings.Replace(h.read(".custodian/reports.jsonl"), `"format":1`, `"format":2`, 1))
@@ -133,6 +136,40 @@ func TestUntrustedRecordsAreRefusedByEveryCommand(t *testing.T) {
 				assert.Equal(t, before, snapshot(t, h), "a command on untrusted records changed them")
 			})
 		}
+	}
+}
+
+// Start writes the run's first state; a run on which no step has committed
+// has it, and without it no command may take the run for a new one.
+func TestAStartedRunWhoseStateIsMissingIsRefusedByEveryCommand(t *testing.T) {
+	commands := []struct {
+		name string
+		run  func(o *workflow.Orchestrator) error
+	}{
+		{"step", func(o *workflow.Orchestrator) error { _, err := o.Step(); return err }},
+		{"report", func(o *workflow.Orchestrator) error { _, err := o.Report("repair", "a", "repaired"); return err }},
+		{"release", func(o *workflow.Orchestrator) error { return o.Release("a") }},
+		{"status", func(o *workflow.Orchestrator) error { _, err := o.Status(); return err }},
+		{"log", func(o *workflow.Orchestrator) error { _, err := o.Log(); return err }},
+	}
+	for _, cmd := range commands {
+		t.Run(cmd.name, func(t *testing.T) {
+			h := startRun(t, oneJob(job("a")), source)
+			assert.Equal(t, store.NewState(workflow.InputStateVersion), h.state(), "start writes the initial state")
+			h.remove(".custodian/state.json")
+			before := snapshot(t, h)
+
+			o, err := workflow.Open(h.reg, h.dir)
+			if err != nil {
+				// Refusing at Open is as good as refusing at the command.
+				assert.ErrorIs(t, err, store.ErrUntrusted)
+				return
+			}
+			err = cmd.run(o)
+			assert.ErrorIs(t, err, store.ErrUntrusted)
+			assert.Equal(t, before, snapshot(t, h), "a command on a run without its state wrote to it")
+			assert.NoFileExists(t, h.path(".custodian/state.json"), "a command took the run for a new one")
+		})
 	}
 }
 

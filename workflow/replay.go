@@ -33,7 +33,6 @@ type replay struct {
 	ranToEnd bool
 
 	effects      map[string]*store.Effect // journals, as read and as written in this step
-	fresh        bool                     // no state.json exists yet
 	reached      map[string]bool          // effects declared in this step
 	uncertain    []EffectState
 	effectBlocks []effectBlock
@@ -74,7 +73,7 @@ type jobBlock struct {
 	keep      []string // run-relative files to move aside, in order
 }
 
-func newReplay(o *Orchestrator, st *store.State, fresh bool, effects map[string]*store.Effect, limits Limits) *replay {
+func newReplay(o *Orchestrator, st *store.State, effects map[string]*store.Effect, limits Limits) *replay {
 	return &replay{
 		store:   o.run,
 		dir:     o.run.Dir,
@@ -87,7 +86,6 @@ func newReplay(o *Orchestrator, st *store.State, fresh bool, effects map[string]
 		owners:  map[string]string{},
 		readers: map[string][]*named{},
 		effects: effects,
-		fresh:   fresh,
 		reached: map[string]bool{},
 	}
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // requireRuleBroken steps h and requires a definition error that changed
-// nothing: no state written or replaced, no prompt handed out.
+// nothing: state.json left byte for byte as it was, no prompt handed out.
 func requireRuleBroken(t *testing.T, h *harness) {
 	t.Helper()
 	before := h.stateBytes()
@@ -21,9 +21,6 @@ func requireRuleBroken(t *testing.T, h *harness) {
 	require.Error(t, err, "outcome: %+v", out)
 	assert.ErrorIs(t, err, workflow.ErrDefinition)
 	assert.Equal(t, string(before), string(h.stateBytes()), "a step that broke a rule changed state.json")
-	if before == nil {
-		assert.Nil(t, h.stateBytes(), "a step that broke a rule wrote state.json")
-	}
 	assert.Equal(t, prompts, promptFiles(t, h), "a step that broke a rule wrote a prompt")
 }
 

@@ -86,9 +86,6 @@ func (o *Orchestrator) Status() (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	if st == nil {
-		st = store.NewState(InputStateVersion)
-	}
 	effects, err := o.run.Effects()
 	if err != nil {
 		return Status{}, err
@@ -402,10 +399,7 @@ func (o *Orchestrator) Log() ([]store.Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	seq := 0
-	if st != nil {
-		seq = st.Seq
-	}
+	seq := st.Seq
 	history, err := o.run.History(seq)
 	if err != nil {
 		return nil, err
@@ -414,8 +408,12 @@ func (o *Orchestrator) Log() ([]store.Event, error) {
 	if err != nil {
 		return nil, err
 	}
+	params := o.params.String()
+	if len(o.params) > 0 {
+		params = "parameters " + params
+	}
 	events := []store.Event{{Type: "start", At: o.run.Record.StartedAt, Subject: o.run.Record.Definition,
-		Text: fmt.Sprintf("version %s, %s", o.run.Record.Version, formatParams(o.params))}}
+		Text: fmt.Sprintf("version %s, %s", o.run.Record.Version, params)}}
 	r := 0
 	addReports := func(upTo int) {
 		for ; r < len(reports) && reports[r].Seq <= upTo; r++ {
@@ -431,20 +429,4 @@ func (o *Orchestrator) Log() ([]store.Event, error) {
 	}
 	addReports(seq)
 	return events, nil
-}
-
-func formatParams(p Params) string {
-	if len(p) == 0 {
-		return "no parameters"
-	}
-	keys := make([]string, 0, len(p))
-	for k := range p {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	pairs := make([]string, len(keys))
-	for i, k := range keys {
-		pairs[i] = k + "=" + p[k]
-	}
-	return "parameters " + strings.Join(pairs, " ")
 }

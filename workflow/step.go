@@ -63,7 +63,7 @@ func (o *Orchestrator) Step() (Outcome, error) {
 			st.Steps++
 			return o.commitState("state", st, effects, o.stepEvents(out, nil))
 		}
-		r := newReplay(o, st, rec.fresh, effects, limits)
+		r := newReplay(o, st, effects, limits)
 		r.run()
 		if r.ruleErr != nil {
 			return r.ruleErr

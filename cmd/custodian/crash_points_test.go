@@ -77,11 +77,13 @@ var commitPoints = map[string]bool{"run": true, "state": true, "report": true, "
 
 // unreachable lists the write points of docs/crash-points.md that no run of
 // the trial definition reaches, and why. The test fails when one of them is
-// reached, so that the list cannot outlive its reason.
-var unreachable = map[string]string{
-	"state-new": "written only when an effect runs in a run on which no step has committed; " +
-		"the trial definition names its jobs before its effect, so a committed step always comes first",
-}
+// reached, so that the list cannot outlive its reason. Today the scripted
+// run reaches every one.
+var unreachable = map[string]string{}
+
+// startWrites are start's writes, in order: the run's first state, then
+// run.json, which makes the directory a run.
+var startWrites = []string{"state-new", "run"}
 
 // The script's words and texts.
 const (
@@ -194,6 +196,17 @@ func (d *scriptDriver) readable() {
 		r := run(d.t, crashBinary, nil, command, d.dir)
 		require.Equal(d.t, 0, r.code, "custodian %s RUN: %s", command, r.stderr)
 	}
+}
+
+// noRun requires that a start that ended before its commit left no run:
+// no run.json, and a directory every command refuses as no run, so that
+// start can be run again.
+func (d *scriptDriver) noRun() {
+	d.t.Helper()
+	require.NoFileExists(d.t, filepath.Join(d.dir, ".custodian", "run.json"), "a start that ended before its commit left a run")
+	r := run(d.t, crashBinary, nil, "status", d.dir)
+	require.Equal(d.t, 4, r.code, "status of a start that ended before its commit: stdout %q, stderr %q", r.stdout, r.stderr)
+	require.Contains(d.t, r.stderr, "has no .custodian/run.json")
 }
 
 // step runs `step RUN --json` and returns its outcome, or false when it
@@ -371,7 +384,9 @@ func (d *scriptDriver) command(args ...string) (r result, ended bool) {
 		require.Empty(d.t, r.stdout, "a command that ended before a write printed")
 		require.Contains(d.t, r.stderr, fmt.Sprintf("ended before write %d (%s)", p.write, p.label()))
 		d.witness()
-		if args[0] != "start" {
+		if args[0] == "start" {
+			d.noRun()
+		} else {
 			d.readable()
 		}
 		if p.committed() {
@@ -538,6 +553,15 @@ func TestEveryCrashPointOfAScriptedRun(t *testing.T) {
 	require.Len(t, refKept, 6, "kept: the refused output, two problem reports, three outputs handed out again")
 
 	points := ref.points()
+	// The run's start is ended before each of its writes, and run again.
+	var startPoints []string
+	for _, p := range points {
+		if p.command == 0 {
+			require.Equal(t, "start trial --run RUN --param scenario=uncertain", p.args)
+			startPoints = append(startPoints, p.label())
+		}
+	}
+	require.Equal(t, startWrites, startPoints, "start's write points")
 	reached := map[string]bool{}
 	for _, p := range points {
 		reached[p.label()] = true
@@ -598,10 +622,12 @@ func crashAt(t *testing.T, dir string, n int) {
 func TestStepEndedBeforeItsFirstWriteChangesNothing(t *testing.T) {
 	dir := trialRun(t, "clean")
 	before := files(t, dir)
+	state := before[".custodian/state.json"]
+	require.NotEmpty(t, state, "setup left no state.json")
 
 	crashAt(t, dir, 1)
 	assert.Equal(t, before, files(t, dir))
-	assert.NoFileExists(t, filepath.Join(dir, ".custodian", "state.json"))
+	assert.Equal(t, state, files(t, dir)[".custodian/state.json"], "a step that ended before its first write changed state.json")
 	for rel := range files(t, dir) {
 		assert.NotContains(t, rel, "prompt-", "a step that ended before its first write left %s", rel)
 	}
