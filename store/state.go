@@ -36,6 +36,9 @@ type State struct {
 	Unreached []string              `json:"unreached"`
 	Moves     []Move                `json:"moves"`
 	Kept      int                   `json:"kept"`
+	// Resolving is the journal record of an effect that a committed resolve
+	// still owes: the next command writes it first.
+	Resolving *Effect `json:"resolving"`
 }
 
 // JobState is one job's record.

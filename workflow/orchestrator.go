@@ -153,6 +153,12 @@ func (o *Orchestrator) locked(fn func(rec *records) error) error {
 			Err:  fmt.Errorf("its input states were computed by algorithm version %d; this custodian computes version %d", v, InputStateVersion),
 		}
 	}
+	if rec.state.Resolving != nil {
+		// A resolve committed and ended before its journal was written.
+		if err := o.finishResolving(rec.state); err != nil {
+			return err
+		}
+	}
 	if rec.effects, err = o.run.Effects(); err != nil {
 		return err
 	}
@@ -261,21 +267,41 @@ func (o *Orchestrator) Resolve(name string, what Recognition) error {
 		if e.Status == store.EffectCompleted && e.State == digestFiles(current) && !unreached {
 			return refused("", "effect %s is completed and matches its inputs; there is nothing to resolve", name)
 		}
-		e.At, e.By = store.Now(), "operator"
+		settled := *e
+		settled.At, settled.By = store.Now(), "operator"
 		if what == Absent {
-			e.Status = store.EffectAbsent
+			settled.Status = store.EffectAbsent
 		} else {
-			e.Status = store.EffectCompleted
+			settled.Status = store.EffectCompleted
 			// It stands as the operator found it: with its inputs as they are
 			// now, and no longer owed should the definition stop reaching it.
-			e.Inputs, e.State = current, digestFiles(current)
-			e.Required = false
+			settled.Inputs, settled.State = current, digestFiles(current)
+			settled.Required = false
 		}
-		if err := o.run.SaveEffect("resolve", e); err != nil {
+		// The state commits the resolve and owes the journal its new record,
+		// as a step owes its moves: a process that ends after the commit
+		// leaves the journal to the next command, and the history says once
+		// that the operator resolved it.
+		rec.effects[name] = &settled
+		st.Resolving = &settled
+		st.Effects[name] = store.EffectSeen{Status: settled.Status, Runs: settled.Runs}
+		st.Unreached = slices.DeleteFunc(st.Unreached, func(n string) bool { return n == name })
+		if err := o.commitState("resolve-state", st, rec.effects, []store.Event{{Type: "resolve", Subject: name, Text: what.String()}}); err != nil {
 			return err
 		}
-		st.Effects[name] = store.EffectSeen{Status: e.Status, Runs: e.Runs}
-		st.Unreached = slices.DeleteFunc(st.Unreached, func(n string) bool { return n == name })
-		return o.commitState("resolve-state", st, rec.effects, []store.Event{{Type: "resolve", Subject: name, Text: what.String()}})
+		return o.finishResolving(st)
 	})
+}
+
+// finishResolving writes the journal record a committed resolve owes, and
+// then the state without the debt.
+func (o *Orchestrator) finishResolving(st *store.State) error {
+	if st.Resolving == nil {
+		return nil
+	}
+	if err := o.run.SaveEffect("resolve", st.Resolving); err != nil {
+		return err
+	}
+	st.Resolving = nil
+	return o.run.SaveState("resolve-done", st)
 }

@@ -90,6 +90,10 @@ func (o *Orchestrator) Status() (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
+	if e := st.Resolving; e != nil {
+		// Committed, and written by the next command that changes the run.
+		effects[e.Name] = e
+	}
 	history, err := o.run.History(st.Seq)
 	if err != nil {
 		return Status{}, err
