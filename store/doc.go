@@ -10,6 +10,7 @@
 //	    state.json                every job's record, workflow failures, owed moves
 //	    effects/<name>.json       one effect's journal: started | completed
 //	    reports.jsonl             the agent orchestrator's reports, one per line
+//	    history/<seq>.jsonl       the events of the seq-th command that committed
 //	    lock                      the file a running command locks; never deleted
 //	    jobs/<job>/prompt-<n>.md  the prompt of the job's n-th hand-out
 //	    jobs/<job>/block-<n>.md   the job's n-th block record
@@ -22,8 +23,9 @@
 // error that wraps [ErrUntrusted]. Nothing in this package reads such a
 // record as an ordinary state.
 //
-// Every record is written by one helper, [Run.write]: the bytes go to a
+// Every record is written by one helper, writeFile: the bytes go to a
 // temporary file in the target's directory, which is synced and renamed over
 // the target, and then the directory itself is synced, so a record is either
-// the old one or the new one, even across a power cut.
+// the old one or the new one, even across a power cut. Files are moved aside
+// by moveFile, which syncs both directories; nothing is ever deleted.
 package store

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -101,7 +102,15 @@ func Open(dir string) (*Run, error) {
 }
 
 // decodeRecord decodes a record strictly and checks its format version.
+// The format is read first, on its own, so that a record of another format
+// says so rather than fail on the first field that format does not share.
 func decodeRecord(path string, data []byte, v any, want int, format func() int) error {
+	var head struct {
+		Format *int `json:"format"`
+	}
+	if err := json.Unmarshal(data, &head); err == nil && head.Format != nil && *head.Format != want {
+		return untrusted(path, "it has format %d; this custodian reads format %d", *head.Format, want)
+	}
 	if err := decodeStrict(data, v); err != nil {
 		return &RecordError{Path: path, Err: err}
 	}

@@ -56,9 +56,23 @@ func (c *Context) Params() Params { return c.r.params }
 func (c *Context) Agent(j Job) *Handle {
 	h, err := c.r.agent(c, j)
 	if err != nil {
-		c.r.breakRule(err)
+		c.r.stopOn(err)
 	}
 	return h
+}
+
+// stopOn ends the calling path with err. An input that is a directory is a
+// failure where the definition named it, which a repair may mend (a file
+// replaced by a folder) or the definition must (a folder declared as an
+// input); any other error is a broken rule or an I/O error, and ends the
+// step.
+func (r *replay) stopOn(err error) {
+	var dir errDirectoryInput
+	if errors.As(err, &dir) {
+		r.fail(r.errorFailure(err, r.place(callers(2))))
+		runtime.Goexit()
+	}
+	r.breakRule(err)
 }
 
 // Wait returns the accepted output paths of the handles, in the order given.
@@ -164,11 +178,12 @@ func (r *replay) breakRule(err error) {
 
 // failure is a failure of the definition's own code in one step.
 type failure struct {
-	kind    BlockKind // empty for an error or a panic
-	stop    bool
-	message string // one line
-	place   string // where it is counted
-	detail  string // the stack or the error's text, for the block record
+	kind     BlockKind // empty for an error or a panic
+	stop     bool
+	returned bool   // an error Run returned, counted by its message
+	message  string // one line
+	place    string // where it is counted
+	detail   string // the stack or the error's text, for the block record
 }
 
 func (r *replay) fail(f failure) { r.failures = append(r.failures, f) }
@@ -180,10 +195,11 @@ func (r *replay) errorFailure(err error, place string) failure {
 		return failure{stop: true, message: stop, place: "stop"}
 	}
 	msg := firstLine("error: " + err.Error())
+	f := failure{message: msg, place: place, detail: err.Error()}
 	if place == "" {
-		place = "returned " + msg
+		f.place, f.returned = "returned "+msg, true
 	}
-	return failure{message: msg, place: place, detail: err.Error()}
+	return f
 }
 
 func asStop(err error) (string, bool) {

@@ -84,7 +84,7 @@ func (c *Context) Effect(name string, do func() error, opts ...EffectOption) {
 	}
 	current, err := filesState(r.dir, e.inputs)
 	if err != nil {
-		r.breakRule(r.rule("effect %s: %v", name, err))
+		r.stopOn(fmt.Errorf("effect %s: %w", name, err))
 	}
 	prev := r.effects[name]
 	rec := prev

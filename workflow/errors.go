@@ -69,8 +69,8 @@ type stopError struct{ reason string }
 func (e *stopError) Error() string { return e.reason }
 func (e *stopError) Unwrap() error { return ErrStop }
 
-// Stopf returns an error that, returned by a definition's Run (or by a path
-// given to Parallel), stops the run: a block on workflow that permits only
+// Stopf returns an error that, returned by a definition's Run or given to
+// Context.Fail, stops the run: a block on workflow that permits only
 // stopping, until the operator releases it.
 func Stopf(format string, args ...any) error {
 	return &stopError{reason: fmt.Sprintf(format, args...)}

@@ -3,6 +3,7 @@ package workflow_test
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -282,4 +283,28 @@ func TestStoppedWorkflowAfterRepeatedFailureIsReleased(t *testing.T) {
 	// The release started the count over: a new failure there gets its repair.
 	f.mode = "panic here"
 	assert.Equal(t, workflow.PermitRepair, h.blocked()["workflow"].Permitted)
+}
+
+// An input replaced by a folder is the run's trouble, not a broken rule: the
+// run blocks on workflow where the definition named the job, and putting the
+// file back is a repair.
+func TestAnInputThatIsADirectoryBlocksOnWorkflow(t *testing.T) {
+	var at string
+	h := startRun(t, &workflow.Definition{Name: "folder", Run: func(ctx *workflow.Context) error {
+		at = here(1)
+		ctx.Agent(job("a")).Wait()
+		return nil
+	}}, source)
+	h.remove("source.md")
+	require.NoError(t, os.MkdirAll(h.path("source.md"), 0o755))
+
+	b := h.blocked()["workflow"]
+	assert.Equal(t, workflow.BlockWorkflowError, b.Kind)
+	assert.Equal(t, workflow.PermitRepair, b.Permitted)
+	assert.Contains(t, b.Reason, "input source.md is a directory")
+	assert.Contains(t, recordText(t, b.Record), at)
+
+	h.remove("source.md")
+	h.write("source.md", source["source.md"])
+	h.launch("a")
 }

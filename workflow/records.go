@@ -91,7 +91,11 @@ func renderWorkflowBlock(blk *Block, r *replay, places map[string]int, reports [
 			fmt.Fprintf(&b, "\n## Stop\n\n%s\n", f.message)
 			continue
 		}
-		fmt.Fprintf(&b, "\n## %s at %s (failed here in %d steps in a row)\n\n", f.message, f.place, places[f.place])
+		where := "at " + f.place
+		if f.returned {
+			where = "returned by Run"
+		}
+		fmt.Fprintf(&b, "\n## %s, %s (%s)\n\n", f.message, where, inARow(places[f.place]))
 		if f.detail != "" {
 			fmt.Fprintf(&b, "```\n%s\n```\n", strings.TrimRight(f.detail, "\n"))
 		}
@@ -135,4 +139,11 @@ func renderEffectBlock(o *Orchestrator, blk Block, eb effectBlock, reports []sto
 		o.run.Dir, eb.name, o.run.Dir, eb.name)
 	writeReports(&b, "workflow", reports)
 	return []byte(b.String())
+}
+
+func inARow(n int) string {
+	if n == 1 {
+		return "the first step to fail here"
+	}
+	return fmt.Sprintf("failed here in %d steps in a row", n)
 }

@@ -181,12 +181,8 @@ func (r *replay) judge(n *named) error {
 		return nil
 	}
 	current, err := inputState(r.dir, n.spec)
-	var dirErr errDirectoryInput
-	if errors.As(err, &dirErr) {
-		return r.rule("job %s: %v", name, err)
-	}
 	if err != nil {
-		return err
+		return fmt.Errorf("job %s: %w", name, err)
 	}
 	n.current = current
 	outPath := r.abs(n.spec.output)

@@ -2,7 +2,6 @@ package workflow_test
 
 import (
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -108,9 +107,6 @@ func TestDefinitionRulesAreCheckedBeforeAnyHandout(t *testing.T) {
 		{"a job reads a pending output by absolute path", func(ctx *workflow.Context) []workflow.Job {
 			return []workflow.Job{job("a"), with("b", func(j *workflow.Job) { j.Inputs = []string{ctx.Path("a.md")} })}
 		}},
-		{"an input is a directory", func(*workflow.Context) []workflow.Job {
-			return []workflow.Job{with("a", func(j *workflow.Job) { j.Inputs = []string{"folder"} })}
-		}},
 		{"an empty input", func(*workflow.Context) []workflow.Job {
 			return []workflow.Job{with("a", func(j *workflow.Job) { j.Inputs = []string{""} })}
 		}},
@@ -142,7 +138,6 @@ func TestDefinitionRulesAreCheckedBeforeAnyHandout(t *testing.T) {
 				}
 				return nil
 			}}, source)
-			require.NoError(t, os.MkdirAll(h.path("folder"), 0o755))
 
 			requireRuleBroken(t, h)
 			assert.NoFileExists(t, outside)
