@@ -391,3 +391,16 @@ func TestWriteRecordReplacesWhole(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, entries, 1, "a temporary file was left beside the record")
 }
+
+// A record of another format says so, whatever else differs in it, so that
+// the operator learns which custodian reads the run rather than which field
+// this one lacks.
+func TestARecordOfAnotherFormatSaysSo(t *testing.T) {
+	r, err := store.Create(filepath.Join(t.TempDir(), "run"), store.RunRecord{Definition: "def", Version: "v"}, store.NewState(1))
+	require.NoError(t, err)
+	writeFile(t, r.StatePath("state.json"), `{"format":2,"a field of format 2":true}`)
+
+	_, err = r.LoadState()
+	require.ErrorIs(t, err, store.ErrUntrusted)
+	assert.Contains(t, err.Error(), "it has format 2; this custodian reads format 1")
+}
