@@ -32,7 +32,7 @@ var Review = &workflow.Definition{
 	Limits: func(workflow.Params) workflow.Limits {
 		return workflow.Limits{Retries: 2, Repairs: 1}
 	},
-	RepairScope: "put a missing paper.md in place, make the publish directory writable, or remove a bad output; " +
+	RepairScope: "put a missing paper.md in place or make the publish directory writable; " +
 		"do not write or edit the content of a job's output, and do not change anything under .custodian/",
 	Run: runReview,
 }

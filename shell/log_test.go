@@ -90,12 +90,12 @@ func TestLogPrintsRefusalsStopsAndReleases(t *testing.T) {
 		"TIME  step 2    handed out assumptions, attempt 2: .custodian/jobs/assumptions/prompt-2.md",
 		"TIME  step 3    outcome: blocked",
 		"TIME  step 3    refused assumptions, attempt 2 (validator-refused): the output was refused by its validator",
+		"TIME  step 3    kept assumptions.md of assumptions as .custodian/jobs/assumptions/kept/2-assumptions.md",
 		"TIME  step 3    blocked assumptions (validator-refused): the output was refused by its validator, attempt 2 of 2 (permits stop); "+
 			"record .custodian/jobs/assumptions/block-1.md",
 		"TIME  step 3    report 1, stop on assumptions",
 		"TIME  step 3    released assumptions",
 		"TIME  step 4    outcome: launch",
-		"TIME  step 4    kept assumptions.md of assumptions as .custodian/jobs/assumptions/kept/2-assumptions.md",
 		"TIME  step 4    handed out assumptions, attempt 3: .custodian/jobs/assumptions/prompt-3.md",
 	), statusUntimed(ok(t, "log", dir)))
 }

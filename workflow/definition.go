@@ -11,7 +11,7 @@ import (
 
 // DefaultRepairScope is what the agent orchestrator may do at a block that
 // permits a repair, unless a definition says otherwise.
-const DefaultRepairScope = "repair conditions (the environment, a missing input, a misnamed file) or remove a bad output; " +
+const DefaultRepairScope = "repair conditions (the environment, a missing input, a misnamed file); " +
 	"do not write or edit the content of a job's output, and do not change anything under .custodian/"
 
 // Limits bound how often code retries a job and how often the agent

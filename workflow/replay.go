@@ -267,6 +267,11 @@ func (r *replay) judge(n *named) error {
 		rec.History = append(rec.History, line)
 		if rec.Failures > r.limits.Retries {
 			r.blockJob(n, kind, fmt.Sprintf("%s, attempt %d of %d", reason, rec.Failures, r.limits.Retries+1))
+			if outSHA != "" {
+				// The last refused output goes where its record says, so
+				// that no repair has to take it out of the way.
+				n.block.keep = []string{n.spec.output}
+			}
 			return nil
 		}
 		n.verdict = handout

@@ -62,6 +62,11 @@ func TestSecondInvalidOutputBlocksWithARepair(t *testing.T) {
 	assert.Contains(t, record, "- attempt 1: the output was refused by its validator\n  - "+headingMsg)
 	assert.Contains(t, record, "- attempt 2: the output was refused by its validator\n  - "+headingMsg)
 	assert.Contains(t, record, "- Permitted: repair")
+	// The last refused output is kept where the record says, out of the way
+	// of a repair.
+	assert.Contains(t, record, "## Kept\n\n- a.md is moved to .custodian/jobs/a/kept/2-a.md\n")
+	assert.False(t, h.exists("a.md"))
+	assert.Equal(t, "still no heading\n", h.read(".custodian/jobs/a/kept/2-a.md"))
 }
 
 func TestBlockedStepHandsNothingOut(t *testing.T) {
