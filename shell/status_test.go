@@ -120,7 +120,7 @@ func TestStatusPrintsWhereTheRunStands(t *testing.T) {
 					"  block: the worker wrote a problem report (problem-report); permits a repair",
 					"    record: "+statusRecord(dir, "jobs", "notes", "block-1.md"),
 					"agent orchestrator: repair within the scope, report each repair, then step; or stop (notes)",
-					"operator: nothing",
+					"operator: if the agent orchestrator stopped, fix the cause, then: custodian step "+dir,
 				)
 			},
 		},
@@ -288,7 +288,7 @@ func TestStatusPrintsEffects(t *testing.T) {
 		"effects:",
 		"- publish: started, 1 run, by step at TIME",
 		"agent orchestrator: repair within the scope, report each repair, then step; or stop (workflow)",
-		"operator: nothing",
+		"operator: if the agent orchestrator stopped, fix the cause, then: custodian step "+dir,
 	), status())
 
 	// The next step cannot tell whether it took place.

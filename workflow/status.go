@@ -319,6 +319,11 @@ func advice(s Status) (agent, operator string) {
 			}
 		}
 	}
+	if len(repairs) > 0 && len(stops) == 0 {
+		// Nothing is stopped: if the agent orchestrator stopped here rather
+		// than repair, the operator mends the cause and steps.
+		ops = append(ops, "if the agent orchestrator stopped, fix the cause, then: custodian step "+run)
+	}
 	operator = "nothing"
 	if len(ops) > 0 {
 		operator = strings.Join(ops, "; ")

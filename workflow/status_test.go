@@ -126,7 +126,8 @@ func TestStatusFollowsAJobThroughRefusalBlockStopAndRelease(t *testing.T) {
 	assert.Equal(t, 3, s.Last.Step)
 	assert.Equal(t, workflow.KindBlocked, s.Last.Outcome.Kind)
 	assert.Equal(t, fmt.Sprintf(statusAdviceRepair, "b"), s.Agent)
-	assert.Equal(t, statusNothing, s.Operator, "a repair is the agent orchestrator's")
+	assert.Equal(t, "if the agent orchestrator stopped, fix the cause, then: custodian step "+h.dir, s.Operator,
+		"a repair is the agent orchestrator's; the operator steps only when it stopped")
 
 	// The second cycle ends in the second block, which permits only stopping.
 	writeFile(t, h.path("b.md"), invalidText)
