@@ -47,8 +47,8 @@ func TestRelease(t *testing.T) {
 		subject string
 		hint    string
 	}{
-		{"a job that is not stopped", "claims", "only a subject whose block permits only stopping is released"},
-		{"workflow, not stopped", "workflow", "only a subject whose block permits only stopping is released"},
+		{"a job that is not stopped", "claims", "run step: a block that permits a repair is the agent orchestrator's to repair; release only a subject step reports as permitting only stopping"},
+		{"workflow, not stopped", "workflow", "run step: a block that permits a repair is the agent orchestrator's to repair; release only a subject step reports as permitting only stopping"},
 		{"a job the run does not have", "nope", "name a job of the run, or workflow"},
 		{"an effect", "effect publish", "the operator records what took place with resolve"},
 	}

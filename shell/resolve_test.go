@@ -122,7 +122,7 @@ func TestResolveRefusals(t *testing.T) {
 			effect: "unpublish",
 			code:   shell.ExitFailed,
 			says:   `no effect named "unpublish" is recorded`,
-			hint:   "step names the effects whose fate is open",
+			hint:   "custodian status RUN lists the run's effects and their state",
 		},
 		{
 			name: "the subject step prints, not the effect's name",
@@ -133,7 +133,7 @@ func TestResolveRefusals(t *testing.T) {
 			effect: "effect publish",
 			code:   shell.ExitFailed,
 			says:   `no effect named "effect publish" is recorded`,
-			hint:   "step names the effects whose fate is open",
+			hint:   "custodian status RUN lists the run's effects and their state",
 		},
 		{
 			name: "an effect that completed and is settled",
@@ -160,7 +160,7 @@ func TestResolveRefusals(t *testing.T) {
 			effect: "publish",
 			code:   shell.ExitFailed,
 			says:   `no effect named "publish" is recorded`,
-			hint:   "step names the effects whose fate is open",
+			hint:   "custodian status RUN lists the run's effects and their state",
 		},
 		{
 			name: "not a run",

@@ -101,7 +101,17 @@ func configure(cmd *cli.Command, parent string) {
 // exit status. It is the one place that maps errors to exit codes and prints
 // them, as "custodian: <what happened>" and, where it helps,
 // "custodian: hint: <what to do>".
-func Main(reg *workflow.Registry, args []string, stdout, stderr io.Writer) int {
+func Main(reg *workflow.Registry, args []string, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		// The definition's own panics are caught where it runs; one that
+		// gets here is the engine's, and must not read as a usage error,
+		// which is what Go's own exit status for a panic means here.
+		if v := recover(); v != nil {
+			fmt.Fprintf(stderr, "%s: internal error: %v\n", name, v)
+			fmt.Fprintf(stderr, "%s: hint: this is a defect in custodian; give this message to the operator\n", name)
+			code = ExitFailed
+		}
+	}()
 	err := New(reg, stdout, stderr).Run(args)
 	if err == nil {
 		return ExitOK
@@ -134,6 +144,9 @@ func exitCode(err error) int {
 // hint says what the caller can do about err, or "". A refusal of the
 // engine carries its own hint.
 func hint(err error) string {
+	if h := workflow.Hint(err); h != "" {
+		return h
+	}
 	var malformed *usageError
 	switch {
 	case errors.As(err, &malformed):
@@ -151,7 +164,7 @@ func hint(err error) string {
 	case errors.Is(err, store.ErrExists):
 		return "give a new directory with --run, or leave --run out for a fresh one under runs/"
 	default:
-		return workflow.Hint(err)
+		return ""
 	}
 }
 

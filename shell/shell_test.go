@@ -316,3 +316,14 @@ func TestVersionAndHelp(t *testing.T) {
 	}
 	assert.Equal(t, before, stateOf(t, dir), "help ran the step")
 }
+
+// A panic that reaches the shell is a defect of the engine: it is reported
+// as one, with exit 1, never with Go's own status 2, which means a malformed
+// command line here. A nil registry is such a defect.
+func TestEnginePanicIsAnInternalError(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := shell.Main(nil, []string{"custodian", "definitions"}, &stdout, &stderr)
+	assert.Equal(t, shell.ExitFailed, code)
+	assert.Contains(t, stderr.String(), "custodian: internal error: ")
+	assert.Contains(t, stderr.String(), "custodian: hint: this is a defect in custodian")
+}

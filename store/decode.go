@@ -115,7 +115,11 @@ func decodeLines[T any](path string, data []byte, want int, format func(*T) int)
 		}
 		var v T
 		if err := decodeRecord(path, line, &v, want, func() int { return format(&v) }); err != nil {
-			return nil, fmt.Errorf("line %d: %w", i+1, err)
+			var rerr *RecordError
+			if errors.As(err, &rerr) {
+				rerr.Err = fmt.Errorf("line %d: %w", i+1, rerr.Err)
+			}
+			return nil, err
 		}
 		out = append(out, v)
 	}

@@ -47,19 +47,26 @@ func (r *Run) Perform(moves []Move) error {
 // FileSHA256 returns the hex SHA-256 of a regular file's bytes, or "" when
 // there is no regular file at path.
 func FileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
+	// Stat first: opening a FIFO or a device would block or read forever
+	// while the run's lock is held.
+	info, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		return "", nil
 	}
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
-	if info, err := f.Stat(); err != nil {
-		return "", err
-	} else if !info.Mode().IsRegular() {
+	if !info.Mode().IsRegular() {
 		return "", nil
 	}
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
 	h := sha256.New()
 	buf := hashBuffers.Get().(*[]byte)
 	defer hashBuffers.Put(buf)

@@ -28,31 +28,38 @@ type Report struct {
 // Reports reads every report, oldest first. A line it cannot fully
 // understand makes the whole file untrusted.
 func (r *Run) Reports() ([]Report, error) {
+	reports, _, err := r.readReports()
+	return reports, err
+}
+
+// readReports reads and checks reports.jsonl, returning its bytes too.
+func (r *Run) readReports() ([]Report, []byte, error) {
 	path := r.path("reports.jsonl")
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, &RecordError{Path: path, Err: err}
+		return nil, nil, &RecordError{Path: path, Err: err}
 	}
 	reports, err := decodeLines(path, data, ReportFormat, func(rep *Report) int { return rep.Format })
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for i, rep := range reports {
 		if rep.Number != i+1 {
-			return nil, untrusted(path, "line %d holds report %d", i+1, rep.Number)
+			return nil, nil, untrusted(path, "line %d holds report %d", i+1, rep.Number)
 		}
 	}
-	return reports, nil
+	return reports, data, nil
 }
 
 // AppendReport numbers rep after the reports already recorded and appends
 // it. The caller holds the lock. The file is replaced whole through the one
-// write helper, so a crash leaves either every line or none of the new one.
+// write helper, so a crash leaves either every line or none of the new one;
+// reports are few, so rewriting them costs little.
 func (r *Run) AppendReport(rep Report) (Report, error) {
-	existing, err := r.Reports()
+	existing, old, err := r.readReports()
 	if err != nil {
 		return Report{}, err
 	}
@@ -60,10 +67,6 @@ func (r *Run) AppendReport(rep Report) (Report, error) {
 	rep.Number = len(existing) + 1
 	line, err := json.Marshal(rep)
 	if err != nil {
-		return Report{}, err
-	}
-	old, err := os.ReadFile(r.path("reports.jsonl"))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return Report{}, err
 	}
 	data := append(append(old, line...), '\n')

@@ -1,7 +1,9 @@
 package store
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -14,7 +16,7 @@ import (
 // written here and nowhere else; label names the write point for crash tests.
 func writeFile(label, path string, data []byte) error {
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := mkdirSynced(dir); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	crashPoint(label)
@@ -27,7 +29,7 @@ func writeFile(label, path string, data []byte) error {
 // moveFile renames source to target inside one run and syncs both
 // directories, so that a finished move is never undone by a crash.
 func moveFile(label, source, target string) error {
-	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+	if err := mkdirSynced(filepath.Dir(target)); err != nil {
 		return fmt.Errorf("move %s: %w", source, err)
 	}
 	crashPoint(label)
@@ -38,6 +40,28 @@ func moveFile(label, source, target string) error {
 		return err
 	}
 	return syncDir(filepath.Dir(source))
+}
+
+// mkdirSynced makes dir and any missing parents, and syncs the parent of
+// each directory it makes: a record renamed into a new directory survives a
+// power cut only if the directory's own entry does.
+func mkdirSynced(dir string) error {
+	if info, err := os.Stat(dir); err == nil {
+		if !info.IsDir() {
+			return fmt.Errorf("%s is not a directory", dir)
+		}
+		return nil
+	}
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if err := mkdirSynced(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return syncDir(parent)
 }
 
 func syncDir(dir string) error {

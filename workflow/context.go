@@ -110,7 +110,7 @@ func Gather[T any](c *Context, paths ...func() T) []T {
 	values := c.gather(fns)
 	out := make([]T, len(values))
 	for i, v := range values {
-		out[i] = v.(T)
+		out[i], _ = v.(T) // a nil interface value stays the zero T
 	}
 	return out
 }

@@ -73,9 +73,14 @@ type Definition struct {
 	Run func(ctx *Context) error
 }
 
-func (d *Definition) limits(p Params) (Limits, error) {
-	l := DefaultLimits
+func (d *Definition) limits(p Params) (l Limits, err error) {
+	l = DefaultLimits
 	if d.Limits != nil {
+		defer func() {
+			if v := recover(); v != nil {
+				err = &DefinitionError{Definition: d.Name, Rule: fmt.Sprintf("its Limits panicked: %v", v)}
+			}
+		}()
 		l = d.Limits(p)
 	}
 	if l.Retries < 0 || l.Repairs < 0 {

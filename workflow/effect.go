@@ -103,14 +103,22 @@ func (c *Context) Effect(name string, do func() error, opts ...EffectOption) {
 		}
 	}
 	if rec == nil || rec.Status == store.EffectAbsent {
+		if len(r.uncertain) > 0 || len(r.effectBlocks) > 0 {
+			// The step stops the run on another effect's account: no new
+			// effect starts before the operator has settled that one.
+			runtime.Goexit()
+		}
 		r.runEffect(e, prev, current, do)
 		return
 	}
 	if rec.State != digestFiles(current) {
+		// What follows was built on the effect as it took place; code
+		// cannot go past it until its inputs are restored or it is resolved.
 		r.effectBlocks = append(r.effectBlocks, effectBlock{name: name, kind: BlockEffectInputsChanged,
 			reason: "the effect is completed and its inputs have changed since: " + strings.Join(changes(
 				store.Inputs{Files: rec.Inputs}, store.Inputs{Files: current}), ", "),
 			inputs: e.inputs})
+		runtime.Goexit()
 	}
 }
 
@@ -161,8 +169,11 @@ func (r *replay) callEffect(name string, do func() error) (f *failure) {
 	at := r.place(callers(3))
 	defer func() {
 		if v := recover(); v != nil {
+			// Counted where the effect is declared, as an error from do is,
+			// so that one effect has one count whichever way it fails.
 			pf := r.panicFailure(v, callers(0), debug.Stack())
 			pf.message = fmt.Sprintf("effect %s: %s", name, pf.message)
+			pf.place = at
 			f = &pf
 		}
 	}()

@@ -21,13 +21,16 @@ func TestEffectUncertainStepChangesNothingAndCarriesEveryBlock(t *testing.T) {
 	// a's worker reports a problem; b's writes nothing, which counts as a
 	// failed attempt at a counted step.
 	r.write("a.problem.md", "source.md is unreadable\n")
-	r.write("go", "")
 
-	// Two processes each end inside one effect: the first inside effect
-	// one; the second finds one uncertain, goes on to the next path and
-	// ends inside effect two. Neither commits anything.
-	r.crashStep("one")
+	// Two processes each end inside one effect, neither committing anything:
+	// the first inside effect two, the only one it reaches; the second
+	// inside effect one, on the path before two's. (A step that finds an
+	// effect uncertain starts no other, so one must begin first or be the
+	// first reached.)
+	r.write("go-two", "")
 	r.crashStep("two")
+	r.write("go-one", "")
+	r.crashStep("one")
 	require.Equal(t, store.EffectStarted, r.journal("one").Status)
 	require.Equal(t, store.EffectStarted, r.journal("two").Status)
 
@@ -46,4 +49,44 @@ func TestEffectUncertainStepChangesNothingAndCarriesEveryBlock(t *testing.T) {
 	}
 	assert.Equal(t, 1, r.runs("one"))
 	assert.Equal(t, 1, r.runs("two"))
+}
+
+// A completed effect whose inputs changed holds everything after it on its
+// path, and a step that stops the run on one effect's account starts no
+// other effect: what follows was built on the effect as it took place.
+func TestEffectBlockHoldsTheCodeAfterItAndEveryNewEffect(t *testing.T) {
+	var after int
+	def := &workflow.Definition{Name: "effect-hold", Run: func(ctx *workflow.Context) error {
+		dir := ctx.RunDir()
+		ctx.Parallel(
+			func() {
+				ctx.Effect("first", func() error { return effectTally(dir, "first.runs") },
+					workflow.EffectInputs("source.md"))
+				after++
+			},
+			func() {
+				if effectExists(ctx.Path("go-second")) {
+					ctx.Effect("second", func() error { return effectTally(dir, "second.runs") })
+				}
+			},
+		)
+		return nil
+	}}
+	r := effectStartDef(t, def, effectSource)
+	r.expect(workflow.KindDone)
+	require.Equal(t, 1, after)
+
+	r.write("source.md", "another text\n")
+	r.write("go-second", "")
+	after = 0
+	out := r.expect(workflow.KindBlocked)
+	assert.Equal(t, []string{"effect first"}, effectSubjects(effectBlocksBySubject(t, out.Blocks)))
+	assert.Zero(t, after, "the code after the blocked effect ran")
+	assert.Zero(t, r.runs("second"), "a new effect started in a step that stops the run")
+
+	r.write("source.md", effectSource["source.md"])
+	r.expect(workflow.KindDone)
+	assert.Equal(t, 1, after)
+	assert.Equal(t, 1, r.runs("first"))
+	assert.Equal(t, 1, r.runs("second"))
 }

@@ -237,7 +237,7 @@ var effectTwoDef = &workflow.Definition{
 		dir := ctx.RunDir()
 		effect := func(name string) func() {
 			return func() {
-				if !effectExists(ctx.Path("go")) {
+				if !effectExists(ctx.Path("go-" + name)) {
 					return
 				}
 				ctx.Effect(name, func() error {

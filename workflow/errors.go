@@ -40,12 +40,13 @@ func (e *DefinitionError) Unwrap() error { return ErrDefinition }
 type RefusedError struct {
 	Reason string
 	Hint   string // what the caller can do instead; may be empty
+	Err    error  // the cause, when there is one
 }
 
 func (e *RefusedError) Error() string { return e.Reason }
 
-// Unwrap returns ErrRefused.
-func (e *RefusedError) Unwrap() error { return ErrRefused }
+// Unwrap returns ErrRefused and the cause.
+func (e *RefusedError) Unwrap() []error { return []error{ErrRefused, e.Err} }
 
 func refused(hint, format string, args ...any) error {
 	return &RefusedError{Reason: fmt.Sprintf(format, args...), Hint: hint}

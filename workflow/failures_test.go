@@ -126,6 +126,8 @@ func TestFailuresAreCountedByPlace(t *testing.T) {
 			[]workflow.Permission{workflow.PermitRepair, workflow.PermitStop}},
 		{"two returned errors each get their repair", []string{"return", "return other"},
 			[]workflow.Permission{workflow.PermitRepair, workflow.PermitRepair}},
+		{"a place counts consecutive steps only", []string{"panic here", "panic there", "panic here"},
+			[]workflow.Permission{workflow.PermitRepair, workflow.PermitRepair, workflow.PermitRepair}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -307,4 +309,30 @@ func TestAnInputThatIsADirectoryBlocksOnWorkflow(t *testing.T) {
 	h.remove("source.md")
 	h.write("source.md", source["source.md"])
 	h.launch("a")
+}
+
+// Gather hands back each path's value; a path whose value is a nil
+// interface gives the zero value, not a failure.
+func TestGatherReturnsNilInterfaceValues(t *testing.T) {
+	var got []error
+	h := startRun(t, &workflow.Definition{Name: "gather", Run: func(ctx *workflow.Context) error {
+		got = workflow.Gather(ctx, func() error { return nil }, func() error { return errors.New("x") })
+		return nil
+	}}, nil)
+	h.done()
+	require.Len(t, got, 2)
+	assert.NoError(t, got[0])
+	assert.EqualError(t, got[1], "x")
+}
+
+// Limits is the definition's code too: a panic in it is a broken rule of
+// the definition, not a crash of the engine.
+func TestLimitsThatPanicAreADefinitionError(t *testing.T) {
+	def := oneJob(job("a"))
+	def.Limits = func(workflow.Params) workflow.Limits { panic("no limits today") }
+	reg, err := workflow.NewRegistry(def)
+	require.NoError(t, err)
+	_, err = workflow.Start(reg, def.Name, t.TempDir(), nil)
+	require.ErrorIs(t, err, workflow.ErrDefinition)
+	assert.ErrorContains(t, err, "no limits today")
 }

@@ -3,7 +3,6 @@ package workflow
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"path"
 	"path/filepath"
@@ -187,5 +186,3 @@ func canonicalJSON(v map[string]any) ([]byte, error) {
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
-
-var errNoOutput = errors.New("no output")

@@ -111,8 +111,9 @@ func Open(reg *Registry, dir string) (*Orchestrator, error) {
 	def, err := reg.Lookup(run.Record.Definition)
 	if err != nil {
 		return nil, &RefusedError{
-			Reason: fmt.Sprintf("open run %s: it runs definition %q, which this binary does not carry: %v", run.Dir, run.Record.Definition, err),
+			Reason: fmt.Sprintf("open run %s: it runs definition %q, which this binary does not carry", run.Dir, run.Record.Definition),
 			Hint:   "use the binary that started the run, or one that registers its definition",
+			Err:    err,
 		}
 	}
 	return &Orchestrator{run: run, def: def, params: Params(run.Record.Params)}, nil
@@ -136,36 +137,61 @@ type records struct {
 
 // locked takes the run's lock, reads every record and calls fn with them.
 // Every command reads them all, so that a record that cannot be trusted
-// stops every command, not only the one that happens to need it.
+// stops every command, not only the one that happens to need it. A resolve
+// that committed and ended before its journal was written is finished
+// first.
 func (o *Orchestrator) locked(fn func(rec *records) error) error {
 	unlock, err := o.run.Lock()
 	if err != nil {
 		return fmt.Errorf("run %s: %w", o.run.Dir, err)
 	}
 	defer unlock()
-	rec := &records{}
-	if rec.state, err = o.run.LoadState(); err != nil {
+	rec, err := o.read()
+	if err != nil {
 		return err
 	}
-	if v := rec.state.InputState; v != InputStateVersion {
-		return &store.RecordError{
+	if e := rec.state.Resolving; e != nil {
+		if err := o.finishResolving(rec.state); err != nil {
+			return err
+		}
+		rec.effects[e.Name] = e
+	}
+	return fn(rec)
+}
+
+// read reads every record of the run and checks them against each other,
+// without the lock and without writing: a committed resolve's journal
+// record stands in for the one not yet written.
+func (o *Orchestrator) read() (*records, error) {
+	st, err := o.run.LoadState()
+	if err != nil {
+		return nil, err
+	}
+	if v := st.InputState; v != InputStateVersion {
+		return nil, &store.RecordError{
 			Path: o.run.StatePath("state.json"),
 			Err:  fmt.Errorf("its input states were computed by algorithm version %d; this custodian computes version %d", v, InputStateVersion),
 		}
 	}
-	if rec.state.Resolving != nil {
-		// A resolve committed and ended before its journal was written.
-		if err := o.finishResolving(rec.state); err != nil {
-			return err
+	rec := &records{state: st}
+	if rec.effects, err = o.run.Effects(); err != nil {
+		return nil, err
+	}
+	if e := st.Resolving; e != nil {
+		rec.effects[e.Name] = e
+	}
+	for name := range st.Effects {
+		// An effect the history recorded must still have its journal:
+		// without it, the effect would run again.
+		if rec.effects[name] == nil {
+			return nil, &store.RecordError{Path: o.run.StatePath("effects", name+".json"),
+				Err: fmt.Errorf("the journal of effect %s is missing", name)}
 		}
 	}
-	if rec.effects, err = o.run.Effects(); err != nil {
-		return err
-	}
 	if rec.reports, err = o.run.Reports(); err != nil {
-		return err
+		return nil, err
 	}
-	return fn(rec)
+	return rec, nil
 }
 
 // Report events: the only things the agent orchestrator reports.
@@ -214,7 +240,7 @@ func (o *Orchestrator) Release(subject string) error {
 				"%s is not released; an effect is resolved", subject)
 		case subject == "workflow":
 			if st.Workflow.Stopped == nil {
-				return refused("only a subject whose block permits only stopping is released", "workflow is not stopped")
+				return refused("run step: a block that permits a repair is the agent orchestrator's to repair; release only a subject step reports as permitting only stopping", "workflow is not stopped")
 			}
 			st.Workflow.Stopped = nil
 			st.Workflow.Places = map[string]int{}
@@ -224,7 +250,7 @@ func (o *Orchestrator) Release(subject string) error {
 				return refused("name a job of the run, or workflow", "run %s has no job %q", o.run.Dir, subject)
 			}
 			if j.Stopped == nil {
-				return refused("only a subject whose block permits only stopping is released", "job %s is not stopped", subject)
+				return refused("run step: a block that permits a repair is the agent orchestrator's to repair; release only a subject step reports as permitting only stopping", "job %s is not stopped", subject)
 			}
 			j.Stopped = nil
 			j.Failures, j.BlocksTowardLimit = 0, 0
@@ -251,9 +277,9 @@ func (o *Orchestrator) Resolve(name string, what Recognition) error {
 		e := rec.effects[name]
 		switch {
 		case e == nil:
-			return refused("step names the effects whose fate is open", "no effect named %q is recorded in run %s", name, o.run.Dir)
+			return refused("custodian status RUN lists the run's effects and their state", "no effect named %q is recorded in run %s", name, o.run.Dir)
 		case e.Status == store.EffectAbsent:
-			return refused("", "effect %s is resolved absent: it runs when the definition reaches it; there is nothing to resolve", name)
+			return refused("run step: the effect runs when the definition reaches it", "effect %s is resolved absent; there is nothing to resolve", name)
 		}
 		keys := make([]string, len(e.Inputs))
 		for i, f := range e.Inputs {
@@ -265,7 +291,7 @@ func (o *Orchestrator) Resolve(name string, what Recognition) error {
 		}
 		unreached := slices.Contains(st.Unreached, name)
 		if e.Status == store.EffectCompleted && e.State == digestFiles(current) && !unreached {
-			return refused("", "effect %s is completed and matches its inputs; there is nothing to resolve", name)
+			return refused("run step: the effect stands", "effect %s is completed and matches its inputs; there is nothing to resolve", name)
 		}
 		settled := *e
 		settled.At, settled.By = store.Now(), "operator"

@@ -127,8 +127,6 @@ func (r *replay) agent(c *Context, j Job) (*Handle, error) {
 			return nil, r.rule("path %s is owned by job %s and job %s; each path has one owner", p, owner, j.Name)
 		}
 	}
-	r.owners[s.output], r.owners[s.problem] = j.Name, j.Name
-
 	n := &named{spec: s}
 	if err := r.judge(n); err != nil {
 		return nil, err
@@ -137,6 +135,9 @@ func (r *replay) agent(c *Context, j Job) (*Handle, error) {
 	if err := r.guardReads(n); err != nil {
 		return nil, err
 	}
+	// Owned only once named: a job whose judgment ended its path is not
+	// half in the step when another path names it again.
+	r.owners[s.output], r.owners[s.problem] = j.Name, j.Name
 	r.named[j.Name] = n
 	r.order = append(r.order, n)
 	for _, in := range s.inputs {

@@ -82,18 +82,11 @@ type EffectStatus struct {
 // consumes no round and writes nothing: every record is replaced whole, so
 // it reads each as it was before or after a running command's write.
 func (o *Orchestrator) Status() (Status, error) {
-	st, err := o.run.LoadState()
+	rec, err := o.read()
 	if err != nil {
 		return Status{}, err
 	}
-	effects, err := o.run.Effects()
-	if err != nil {
-		return Status{}, err
-	}
-	if e := st.Resolving; e != nil {
-		// Committed, and written by the next command that changes the run.
-		effects[e.Name] = e
-	}
+	st, effects := rec.state, rec.effects
 	history, err := o.run.History(st.Seq)
 	if err != nil {
 		return Status{}, err
@@ -404,16 +397,12 @@ func join(s []string) string { return strings.Join(s, ", ") }
 // every committed command, and the agent orchestrator's reports, each after
 // the command that preceded it. It takes no lock and writes nothing.
 func (o *Orchestrator) Log() ([]store.Event, error) {
-	st, err := o.run.LoadState()
+	rec, err := o.read()
 	if err != nil {
 		return nil, err
 	}
-	seq := st.Seq
+	seq, reports := rec.state.Seq, rec.reports
 	history, err := o.run.History(seq)
-	if err != nil {
-		return nil, err
-	}
-	reports, err := o.run.Reports()
 	if err != nil {
 		return nil, err
 	}

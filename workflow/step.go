@@ -236,11 +236,19 @@ func (o *Orchestrator) commit(r *replay, reports []store.Report) (Outcome, error
 
 	st.Steps++
 	st.Replayed = st.Steps
-	st.Named = make([]string, 0, len(byName))
+	named := map[string]bool{}
+	if !r.ranToEnd {
+		// Jobs behind a wait that did not pass this time are still part of
+		// the course; only a replay that ran to its end can drop one.
+		for _, name := range st.Named {
+			named[name] = true
+		}
+	}
 	for _, n := range byName {
-		st.Named = append(st.Named, n.spec.job.Name)
+		named[n.spec.job.Name] = true
 		st.Jobs[n.spec.job.Name] = n.rec
 	}
+	st.Named = slices.Sorted(maps.Keys(named))
 	st.Workflow = wstate
 	st.Unreached = unreached
 	st.Moves = moves
@@ -307,9 +315,10 @@ func (o *Orchestrator) jobBlock(n *named) Block {
 // count over.
 func (o *Orchestrator) workflowBlock(r *replay, reports []store.Report) (store.WorkflowState, *Block, record) {
 	w := r.state.Workflow
-	w.Places = maps.Clone(w.Places)
+	// A place's count runs over consecutive failing steps: a place that did
+	// not fail in this step starts over.
+	w.Places = map[string]int{}
 	if !r.failed() {
-		w.Places = map[string]int{}
 		return w, nil, record{}
 	}
 	permitted := PermitRepair
@@ -329,7 +338,7 @@ func (o *Orchestrator) workflowBlock(r *replay, reports []store.Report) (store.W
 		}
 		if !seen[f.place] {
 			seen[f.place] = true
-			w.Places[f.place]++
+			w.Places[f.place] = r.state.Workflow.Places[f.place] + 1
 		}
 		if w.Places[f.place] > r.limits.Repairs {
 			permitted = PermitStop
