@@ -112,3 +112,23 @@ func TestEffectOwedMoveWithAKeptCopyLeavesALaterFileInPlace(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, st.Moves, "recovered moves are cleared")
 }
+
+// The history remembers every effect it recorded: a journal that vanished
+// since cannot be taken for an effect that never ran, which would run it
+// again.
+func TestEffectJournalThatVanishedIsUntrusted(t *testing.T) {
+	def := &workflow.Definition{Name: "vanish", Run: func(ctx *workflow.Context) error {
+		ctx.Effect("once", func() error { return effectTally(ctx.RunDir(), "once.runs") })
+		return nil
+	}}
+	r := effectStartDef(t, def, effectSource)
+	r.expect(workflow.KindDone)
+	require.NoError(t, os.Remove(r.journalPath("once")))
+
+	for range 2 {
+		require.ErrorIs(t, r.stepErr(), store.ErrUntrusted)
+	}
+	_, err := r.open().Status()
+	assert.ErrorIs(t, err, store.ErrUntrusted)
+	assert.Equal(t, 1, r.runs("once"))
+}
