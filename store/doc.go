@@ -14,6 +14,7 @@
 //	    lock                      the file a running command locks; never deleted
 //	    jobs/<job>/prompt-<n>.md  the prompt of the job's n-th hand-out
 //	    jobs/<job>/block-<n>.md   the job's n-th block record
+//	    jobs/<job>/carried-by-step-<s>.md  a block that uncertain step s carried, uncounted
 //	    jobs/<job>/kept/<k>-<name> a file moved aside; k counts across the run
 //	    workflow/block-<n>.md     block records of failures in the definition's code
 //	    effect-blocks/<name>.md   the block record of an effect

@@ -42,6 +42,11 @@ func TestEffectUncertainStepChangesNothingAndCarriesEveryBlock(t *testing.T) {
 		blocks := effectBlocksBySubject(t, out.Blocks)
 		require.Equal(t, []string{"a"}, effectSubjects(blocks), "the block found on another path travels with the outcome")
 		assert.Equal(t, workflow.BlockProblemReport, blocks["a"].Kind)
+		// Its record is written under a name of the uncertain step's own: the
+		// numbered records belong to blocks that a step counts.
+		assert.FileExists(t, blocks["a"].Record)
+		assert.Contains(t, blocks["a"].Record, "/.custodian/jobs/a/carried-by-step-")
+		assert.NoFileExists(t, r.path(".custodian/jobs/a/block-1.md"))
 
 		assert.Equal(t, before, r.countedState(), "an uncertain step changes no job's state")
 		assert.FileExists(t, r.path("a.problem.md"), "an uncertain step moves nothing")

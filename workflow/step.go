@@ -7,6 +7,7 @@ import (
 	"path"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/custodian-run/custodian/store"
 )
@@ -134,11 +135,24 @@ func (o *Orchestrator) commit(r *replay, reports []store.Report) (Outcome, error
 	if len(r.uncertain) > 0 {
 		// An uncertain step counts nothing and changes no job's state. It
 		// writes the records of the blocks it carries, so that the paths it
-		// prints hold what it found; the next counted step writes them again.
+		// prints hold what it found, under names of its own: the numbered
+		// records belong to the blocks that steps count.
 		for _, n := range byName {
 			if n.verdict == blocked {
 				records = append(records, record{label: "block", rel: n.block.record, data: renderJobBlock(o, r, n, nil, reports)})
 			}
+		}
+		carried := func(rel string) string {
+			if dir, file := path.Split(rel); strings.HasPrefix(file, "block-") {
+				return fmt.Sprintf("%scarried-by-step-%d.md", dir, st.Steps+1)
+			}
+			return rel
+		}
+		for i := range records {
+			records[i].rel = carried(records[i].rel)
+		}
+		for i := range blocks {
+			blocks[i].Record = o.abs(carried(o.run.Rel(blocks[i].Record)))
 		}
 		for _, rec := range records {
 			if err := o.run.WriteRecord(rec.label, rec.rel[len(store.StateDir)+1:], rec.data); err != nil {
