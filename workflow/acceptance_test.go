@@ -1,6 +1,8 @@
 package workflow_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -205,4 +207,32 @@ func TestStateHoldsNoAbsoluteRunPath(t *testing.T) {
 	assert.NotContains(t, state, h.dir)
 	assert.NotContains(t, state, filepath.Dir(h.dir))
 	assert.True(t, strings.Contains(state, `"source.md"`), "state.json names inputs run-relative")
+}
+
+// A step hashes a shared input once, but never serves a stale hash: a file
+// the definition's own code rewrote during the replay is hashed again.
+func TestAnInputRewrittenDuringTheReplayIsHashedAgain(t *testing.T) {
+	h := startRun(t, &workflow.Definition{Name: "rewrite", Run: func(ctx *workflow.Context) error {
+		reads := func(name string) workflow.Job {
+			j := job(name)
+			j.Inputs = []string{"x.md"}
+			return j
+		}
+		a := ctx.Agent(reads("a"))
+		if err := os.WriteFile(ctx.Path("x.md"), []byte("the second, longer text\n"), 0o644); err != nil {
+			return err
+		}
+		b := ctx.Agent(reads("b"))
+		ctx.Wait(a, b)
+		return nil
+	}}, map[string]string{"x.md": "first\n"})
+	h.launch("a", "b")
+
+	sum := func(text string) string {
+		s := sha256.Sum256([]byte(text))
+		return hex.EncodeToString(s[:])
+	}
+	st := h.state()
+	assert.Equal(t, sum("first\n"), st.Jobs["a"].Outstanding.Files[0].SHA256)
+	assert.Equal(t, sum("the second, longer text\n"), st.Jobs["b"].Outstanding.Files[0].SHA256)
 }

@@ -26,7 +26,7 @@ func BenchmarkStepAccepted(b *testing.B) {
 	}
 	for _, bc := range cases {
 		b.Run(fmt.Sprintf("N=%d/input=%dKiB", bc.jobs, bc.inputSize>>10), func(b *testing.B) {
-			o := acceptedRun(b, bc.jobs, bc.inputSize)
+			o := acceptedRun(b, bc.jobs, bc.inputSize, false)
 			b.ReportAllocs()
 			for b.Loop() {
 				out, err := o.Step()
@@ -41,9 +41,27 @@ func BenchmarkStepAccepted(b *testing.B) {
 	}
 }
 
+// BenchmarkStepSharedInput measures a step whose jobs all read one large
+// input as well as their own: the shared one must be read once a step, not
+// once a job.
+func BenchmarkStepSharedInput(b *testing.B) {
+	for _, n := range []int{10, 100, 1000} {
+		b.Run(fmt.Sprintf("N=%d/shared=1MiB", n), func(b *testing.B) {
+			o := acceptedRun(b, n, 1<<10, true)
+			b.ReportAllocs()
+			for b.Loop() {
+				if out, err := o.Step(); err != nil || out.Kind != workflow.KindDone {
+					b.Fatalf("step: %v, %v", out.Kind, err)
+				}
+			}
+		})
+	}
+}
+
 // acceptedRun starts a run of n jobs, each reading its own input of size
-// bytes and writing its own output, and takes it to done.
-func acceptedRun(b *testing.B, n, size int) *workflow.Orchestrator {
+// bytes (and, when shared, one more input of 1 MiB that all of them read)
+// and writing its own output, and takes it to done.
+func acceptedRun(b *testing.B, n, size int, shared bool) *workflow.Orchestrator {
 	b.Helper()
 	dir := filepath.Join(b.TempDir(), "run")
 	if err := os.MkdirAll(filepath.Join(dir, "in"), 0o755); err != nil {
@@ -57,6 +75,13 @@ func acceptedRun(b *testing.B, n, size int) *workflow.Orchestrator {
 			b.Fatal(err)
 		}
 	}
+	var common []string
+	if shared {
+		common = []string{"shared.md"}
+		if err := os.WriteFile(filepath.Join(dir, "shared.md"), bytes.Repeat([]byte("s"), 1<<20), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
 	def := &workflow.Definition{Name: "bench", Run: func(ctx *workflow.Context) error {
 		handles := make([]*workflow.Handle, n)
 		for i := range n {
@@ -64,7 +89,7 @@ func acceptedRun(b *testing.B, n, size int) *workflow.Orchestrator {
 				Name:     fmt.Sprintf("job-%05d", i),
 				Prompt:   "Summarize the input.",
 				Output:   fmt.Sprintf("out/%05d.md", i),
-				Inputs:   []string{fmt.Sprintf("in/%05d.md", i)},
+				Inputs:   append([]string{fmt.Sprintf("in/%05d.md", i)}, common...),
 				Validate: hasHeading,
 			})
 		}

@@ -82,7 +82,7 @@ func (c *Context) Effect(name string, do func() error, opts ...EffectOption) {
 	if err := r.declareEffect(e); err != nil {
 		r.breakRule(err)
 	}
-	current, err := filesState(r.dir, e.inputs)
+	current, err := filesState(r.dir, e.inputs, &r.hashes)
 	if err != nil {
 		r.stopOn(fmt.Errorf("effect %s: %w", name, err))
 	}
@@ -218,8 +218,8 @@ func recognize(rec Recognizer) (result Recognition, why string) {
 }
 
 // filesState hashes declared files the way input states do.
-func filesState(runDir string, keys []string) ([]store.FileHash, error) {
-	in, err := inputState(runDir, &spec{inputs: keys})
+func filesState(runDir string, keys []string, hs *hashes) ([]store.FileHash, error) {
+	in, err := inputState(runDir, &spec{inputs: keys}, hs)
 	return in.Files, err
 }
 

@@ -19,8 +19,9 @@ import (
 const InputStateVersion = 1
 
 // inputState computes a job's input state now: the SHA-256 of its prompt, of
-// its canonical launch parameters, and of each declared input's bytes.
-func inputState(runDir string, s *spec) (store.Inputs, error) {
+// its canonical launch parameters, and of each declared input's bytes. The
+// hashes come from hs, which may be nil.
+func inputState(runDir string, s *spec, hs *hashes) (store.Inputs, error) {
 	in := store.Inputs{
 		Prompt: sha256Hex([]byte(s.job.Prompt)),
 		Launch: sha256Hex(s.launch),
@@ -31,7 +32,7 @@ func inputState(runDir string, s *spec) (store.Inputs, error) {
 		if !filepath.IsAbs(filepath.FromSlash(key)) {
 			p = filepath.Join(runDir, filepath.FromSlash(key))
 		}
-		sum, err := store.FileSHA256(p)
+		sum, err := hs.of(p)
 		if err != nil {
 			return in, fmt.Errorf("hash input %s: %w", key, err)
 		}
@@ -44,6 +45,44 @@ func inputState(runDir string, s *spec) (store.Inputs, error) {
 	}
 	in.Digest = digest(in)
 	return in, nil
+}
+
+// hashes remembers, for one step, the hash of each file it read, so that an
+// input many jobs share is read once, not once per job. A file is hashed
+// again when its size, time or identity changed since, as when the
+// definition's own code rewrote it during the replay.
+type hashes struct {
+	files map[string]hashed
+}
+
+type hashed struct {
+	info os.FileInfo
+	sum  string
+}
+
+// of returns the SHA-256 of the regular file at path, or "" when there is
+// none. A nil *hashes hashes every time.
+func (hs *hashes) of(path string) (string, error) {
+	if hs == nil {
+		return store.FileSHA256(path)
+	}
+	info, err := os.Stat(path)
+	if err != nil || !info.Mode().IsRegular() {
+		return store.FileSHA256(path)
+	}
+	if h, ok := hs.files[path]; ok && h.info.Size() == info.Size() &&
+		h.info.ModTime().Equal(info.ModTime()) && os.SameFile(h.info, info) {
+		return h.sum, nil
+	}
+	sum, err := store.FileSHA256(path)
+	if err != nil {
+		return "", err
+	}
+	if hs.files == nil {
+		hs.files = map[string]hashed{}
+	}
+	hs.files[path] = hashed{info: info, sum: sum}
+	return sum, nil
 }
 
 // digest hashes the parts of an input state with length-prefixed fields, so

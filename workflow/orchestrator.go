@@ -285,7 +285,7 @@ func (o *Orchestrator) Resolve(name string, what Recognition) error {
 		for i, f := range e.Inputs {
 			keys[i] = f.Path
 		}
-		current, err := filesState(o.run.Dir, keys)
+		current, err := filesState(o.run.Dir, keys, nil)
 		if err != nil {
 			return err
 		}

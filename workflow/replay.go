@@ -30,6 +30,7 @@ type replay struct {
 	failures []failure
 	ruleErr  error
 	ioErr    error
+	hashes   hashes // of the files this step read
 	ranToEnd bool
 
 	effects      map[string]*store.Effect // journals, as read and as written in this step
@@ -181,7 +182,7 @@ func (r *replay) judge(n *named) error {
 		n.block = &jobBlock{kind: BlockKind(rec.Stopped.Kind), reason: rec.Stopped.Reason, permitted: PermitStop, record: rec.Stopped.Record}
 		return nil
 	}
-	current, err := inputState(r.dir, n.spec)
+	current, err := inputState(r.dir, n.spec, &r.hashes)
 	if err != nil {
 		return fmt.Errorf("job %s: %w", name, err)
 	}
@@ -205,7 +206,7 @@ func (r *replay) judge(n *named) error {
 		return nil
 	}
 
-	outSHA, err := store.FileSHA256(outPath)
+	outSHA, err := r.hashes.of(outPath)
 	if err != nil {
 		return fmt.Errorf("hash output of job %s: %w", name, err)
 	}
