@@ -9,14 +9,20 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 )
 
-// WriteRecord writes a prompt file or a block record at rel, a path inside
-// the state directory. label names the write point for crash tests.
+// WriteRecord writes a prompt file or a block record at rel, a path relative
+// to the run directory that lies in the state directory. label names the
+// write point for crash tests.
 func (r *Run) WriteRecord(label, rel string, data []byte) error {
-	return writeFile(label, r.path(rel), data)
+	inside, ok := strings.CutPrefix(rel, StateDir+"/")
+	if !ok {
+		return fmt.Errorf("write record %s: it is not in %s/", rel, StateDir)
+	}
+	return writeFile(label, r.path(filepath.FromSlash(inside)), data)
 }
 
 // Perform carries out moves in order. A move is skipped when its target

@@ -67,7 +67,7 @@ func (c *Context) Agent(j Job) *Handle {
 // input); any other error is a broken rule or an I/O error, and ends the
 // step.
 func (r *replay) stopOn(err error) {
-	var dir errDirectoryInput
+	var dir directoryInputError
 	if errors.As(err, &dir) {
 		r.fail(r.errorFailure(err, r.place(callers(2))))
 		runtime.Goexit()

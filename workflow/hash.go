@@ -38,7 +38,7 @@ func inputState(runDir string, s *spec, hs *hashes) (store.Inputs, error) {
 		}
 		if sum == "" {
 			if info, err := os.Stat(p); err == nil && info.IsDir() {
-				return in, errDirectoryInput{key}
+				return in, directoryInputError{key}
 			}
 		}
 		in.Files = append(in.Files, store.FileHash{Path: key, SHA256: sum})
@@ -143,10 +143,10 @@ func changes(was, now store.Inputs) []string {
 	return out
 }
 
-// errDirectoryInput is an input that names a directory: its state cannot be
+// directoryInputError is an input that names a directory: its state cannot be
 // hashed, so the definition must declare the files in it.
-type errDirectoryInput struct{ key string }
+type directoryInputError struct{ key string }
 
-func (e errDirectoryInput) Error() string {
+func (e directoryInputError) Error() string {
 	return fmt.Sprintf("input %s is a directory; declare the files in it", e.key)
 }

@@ -128,8 +128,8 @@ func (o *Orchestrator) Definition() *Definition { return o.def }
 // Params returns the run's parameters.
 func (o *Orchestrator) Params() Params { return o.params }
 
-// records are a run's records as one command read them under the lock.
-type records struct {
+// loaded is a run's records as one command read them.
+type loaded struct {
 	state   *store.State
 	effects map[string]*store.Effect
 	reports []store.Report
@@ -140,7 +140,7 @@ type records struct {
 // stops every command, not only the one that happens to need it. A resolve
 // that committed and ended before its journal was written is finished
 // first.
-func (o *Orchestrator) locked(fn func(rec *records) error) error {
+func (o *Orchestrator) locked(fn func(rec *loaded) error) error {
 	unlock, err := o.run.Lock()
 	if err != nil {
 		return fmt.Errorf("run %s: %w", o.run.Dir, err)
@@ -162,7 +162,7 @@ func (o *Orchestrator) locked(fn func(rec *records) error) error {
 // read reads every record of the run and checks them against each other,
 // without the lock and without writing: a committed resolve's journal
 // record stands in for the one not yet written.
-func (o *Orchestrator) read() (*records, error) {
+func (o *Orchestrator) read() (*loaded, error) {
 	st, err := o.run.LoadState()
 	if err != nil {
 		return nil, err
@@ -173,7 +173,7 @@ func (o *Orchestrator) read() (*records, error) {
 			Err:  fmt.Errorf("its input states were computed by algorithm version %d; this custodian computes version %d", v, InputStateVersion),
 		}
 	}
-	rec := &records{state: st}
+	rec := &loaded{state: st}
 	if rec.effects, err = o.run.Effects(); err != nil {
 		return nil, err
 	}
@@ -215,7 +215,7 @@ func (o *Orchestrator) Report(event, job, text string) (store.Report, error) {
 			"event %q is not reported; the events are launch-failed, repair, stop", event)
 	}
 	var rep store.Report
-	err := o.locked(func(rec *records) error {
+	err := o.locked(func(rec *loaded) error {
 		if job != "" && rec.state.Jobs[job] == nil {
 			return refused("name a job that step has handed out, or leave --job out",
 				"job %q is not a job of run %s", job, o.run.Dir)
@@ -232,7 +232,7 @@ func (o *Orchestrator) Report(event, job, text string) (store.Report, error) {
 // attempts and repairs start over. Accepted outputs of other jobs are
 // untouched. Only the operator releases.
 func (o *Orchestrator) Release(subject string) error {
-	return o.locked(func(rec *records) error {
+	return o.locked(func(rec *loaded) error {
 		st := rec.state
 		switch {
 		case strings.HasPrefix(subject, "effect "):
@@ -272,7 +272,7 @@ func (o *Orchestrator) Resolve(name string, what Recognition) error {
 	if what != Completed && what != Absent {
 		return refused("resolve completed or absent", "an effect cannot be resolved as %s; establish whether it took place (completed) or not (absent)", what)
 	}
-	return o.locked(func(rec *records) error {
+	return o.locked(func(rec *loaded) error {
 		st := rec.state
 		e := rec.effects[name]
 		switch {

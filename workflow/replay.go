@@ -43,10 +43,10 @@ type replay struct {
 type verdict int
 
 const (
-	accepted verdict = iota
-	handout
-	blocked
-	stopped
+	verdictAccepted verdict = iota
+	verdictHandout
+	verdictBlocked
+	verdictStopped
 )
 
 // named is a job named in this step, and its judgment.
@@ -132,7 +132,7 @@ func (r *replay) agent(c *Context, j Job) (*Handle, error) {
 	if err := r.judge(n); err != nil {
 		return nil, err
 	}
-	n.handle = &Handle{ctx: c, name: j.Name, path: filepath.Join(r.dir, filepath.FromSlash(s.output)), accepted: n.verdict == accepted}
+	n.handle = &Handle{ctx: c, name: j.Name, path: filepath.Join(r.dir, filepath.FromSlash(s.output)), accepted: n.verdict == verdictAccepted}
 	if err := r.guardReads(n); err != nil {
 		return nil, err
 	}
@@ -153,12 +153,12 @@ func (r *replay) agent(c *Context, j Job) (*Handle, error) {
 func (r *replay) guardReads(n *named) error {
 	for _, in := range n.spec.inputs {
 		if owner, ok := r.owners[in]; ok && owner != n.spec.job.Name {
-			if p := r.named[owner]; p != nil && p.verdict != accepted && p.spec.output == in {
+			if p := r.named[owner]; p != nil && p.verdict != verdictAccepted && p.spec.output == in {
 				return r.readsPending(n.spec.job.Name, in, owner)
 			}
 		}
 	}
-	if n.verdict != accepted {
+	if n.verdict != verdictAccepted {
 		if readers := r.readers[n.spec.output]; len(readers) > 0 {
 			return r.readsPending(readers[0].spec.job.Name, n.spec.output, n.spec.job.Name)
 		}
@@ -178,7 +178,7 @@ func (r *replay) judge(n *named) error {
 	rec := cloneJob(r.state.Jobs[name])
 	n.rec = rec
 	if rec.Stopped != nil {
-		n.verdict = stopped
+		n.verdict = verdictStopped
 		n.block = &jobBlock{kind: BlockKind(rec.Stopped.Kind), reason: rec.Stopped.Reason, permitted: PermitStop, record: rec.Stopped.Record}
 		return nil
 	}
@@ -225,12 +225,12 @@ func (r *replay) judge(n *named) error {
 		}
 		if len(why) == 0 {
 			if kind, _ := validate(n.spec.job.Validate, outPath); kind == "" {
-				n.verdict = accepted
+				n.verdict = verdictAccepted
 				return nil
 			}
 			why = append(why, "its validator now refuses it")
 		}
-		n.verdict = handout
+		n.verdict = verdictHandout
 		n.reopen = strings.Join(why, "; ")
 		return nil
 	}
@@ -276,7 +276,7 @@ func (r *replay) judge(n *named) error {
 			}
 			return nil
 		}
-		n.verdict = handout
+		n.verdict = verdictHandout
 		return nil
 	}
 
@@ -290,7 +290,7 @@ func (r *replay) judge(n *named) error {
 			return nil
 		}
 	}
-	n.verdict = handout
+	n.verdict = verdictHandout
 	return nil
 }
 
@@ -302,7 +302,7 @@ func (r *replay) accept(n *named, outSHA string) {
 	in := n.current
 	rec.LastInput = &in
 	rec.Messages, rec.History = nil, nil
-	n.verdict = accepted
+	n.verdict = verdictAccepted
 	n.newlyAccepted = true
 }
 
@@ -317,7 +317,7 @@ func (r *replay) blockJob(n *named, kind BlockKind, reason string) {
 		kind:      kind,
 		reason:    reason,
 		permitted: PermitRepair,
-		record:    fmt.Sprintf("%s/jobs/%s/block-%d.md", store.StateDir, n.spec.job.Name, rec.Blocks),
+		record:    store.JobBlockPath(n.spec.job.Name, rec.Blocks),
 		attempts:  rec.History,
 	}
 	rec.History, rec.Failures = nil, 0
@@ -326,7 +326,7 @@ func (r *replay) blockJob(n *named, kind BlockKind, reason string) {
 		b.permitted = PermitStop
 		rec.Stopped = &store.Stop{Kind: string(kind), Reason: reason, Record: b.record}
 	}
-	n.verdict = blocked
+	n.verdict = verdictBlocked
 	n.block = b
 }
 

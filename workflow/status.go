@@ -252,7 +252,7 @@ func (o *Orchestrator) readHistory(history []store.Event) (last *LastStep, settl
 // the hand-out was made in, which the prompt's path gives: a run that moved
 // since keeps its outputs.
 func handoutOutput(h Handout) string {
-	prompt := fmt.Sprintf("/%s/jobs/%s/prompt-%d.md", store.StateDir, h.Name, h.Attempt)
+	prompt := "/" + store.PromptPath(h.Name, h.Attempt)
 	dir, ok := strings.CutSuffix(filepath.ToSlash(h.Prompt), prompt)
 	if !ok {
 		return ""

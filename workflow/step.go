@@ -23,7 +23,7 @@ import (
 // a failed attempt.
 func (o *Orchestrator) Step() (Outcome, error) {
 	var out Outcome
-	err := o.locked(func(rec *records) error {
+	err := o.locked(func(rec *loaded) error {
 		st := rec.state
 		if len(st.Moves) > 0 {
 			// The last step committed and ended before its moves were done,
@@ -138,13 +138,13 @@ func (o *Orchestrator) commit(r *replay, reports []store.Report) (Outcome, error
 		// prints hold what it found, under names of its own: the numbered
 		// records belong to the blocks that steps count.
 		for _, n := range byName {
-			if n.verdict == blocked {
+			if n.verdict == verdictBlocked {
 				records = append(records, record{label: "block", rel: n.block.record, data: renderJobBlock(o, r, n, nil, reports)})
 			}
 		}
 		carried := func(rel string) string {
-			if dir, file := path.Split(rel); strings.HasPrefix(file, "block-") {
-				return fmt.Sprintf("%scarried-by-step-%d.md", dir, st.Steps+1)
+			if strings.HasPrefix(path.Base(rel), "block-") {
+				return store.CarriedPath(rel, st.Steps+1)
 			}
 			return rel
 		}
@@ -155,7 +155,7 @@ func (o *Orchestrator) commit(r *replay, reports []store.Report) (Outcome, error
 			blocks[i].Record = o.abs(carried(o.run.Rel(blocks[i].Record)))
 		}
 		for _, rec := range records {
-			if err := o.run.WriteRecord(rec.label, rec.rel[len(store.StateDir)+1:], rec.data); err != nil {
+			if err := o.run.WriteRecord(rec.label, rec.rel, rec.data); err != nil {
 				return Outcome{}, err
 			}
 		}
@@ -179,7 +179,7 @@ func (o *Orchestrator) commit(r *replay, reports []store.Report) (Outcome, error
 		st.Kept++
 		m := store.Move{
 			Source: rel,
-			Target: fmt.Sprintf("%s/jobs/%s/kept/%d-%s", store.StateDir, n.spec.job.Name, st.Kept, path.Base(rel)),
+			Target: store.KeptPath(n.spec.job.Name, st.Kept, rel),
 			SHA256: sum,
 		}
 		moves = append(moves, m)
@@ -198,7 +198,7 @@ func (o *Orchestrator) commit(r *replay, reports []store.Report) (Outcome, error
 			events = append(events, store.Event{Type: "accept", Subject: name, Attempt: n.rec.Handouts})
 		}
 		switch {
-		case n.verdict == blocked && len(n.block.keep) > 0:
+		case n.verdict == verdictBlocked && len(n.block.keep) > 0:
 			for _, rel := range n.block.keep {
 				m, err := keep(n, rel)
 				if err != nil {
@@ -207,7 +207,7 @@ func (o *Orchestrator) commit(r *replay, reports []store.Report) (Outcome, error
 				kept[name] = append(kept[name], m)
 				events = append(events, keepEvent(name, m))
 			}
-		case n.verdict == handout && handingOut:
+		case n.verdict == verdictHandout && handingOut:
 			rec := n.rec
 			if n.reopen != "" {
 				events = append(events, store.Event{Type: "reopen", Subject: name, Text: n.reopen})
@@ -229,7 +229,7 @@ func (o *Orchestrator) commit(r *replay, reports []store.Report) (Outcome, error
 			rec.Outstanding = &in
 			last := cloneInputs(in)
 			rec.LastInput = &last
-			prompt := fmt.Sprintf("%s/jobs/%s/prompt-%d.md", store.StateDir, name, rec.Handouts)
+			prompt := store.PromptPath(name, rec.Handouts)
 			prompts = append(prompts, record{label: "prompt", rel: prompt, data: renderPrompt(r, n)})
 			events = append(events, store.Event{Type: "handout", Subject: name, Attempt: rec.Handouts, Path: prompt})
 			launch = append(launch, Handout{
@@ -243,7 +243,7 @@ func (o *Orchestrator) commit(r *replay, reports []store.Report) (Outcome, error
 		}
 	}
 	for _, n := range byName {
-		if n.block != nil && n.verdict == blocked {
+		if n.block != nil && n.verdict == verdictBlocked {
 			records = append(records, record{label: "block", rel: n.block.record, data: renderJobBlock(o, r, n, kept[n.spec.job.Name], reports)})
 		}
 	}
@@ -269,7 +269,7 @@ func (o *Orchestrator) commit(r *replay, reports []store.Report) (Outcome, error
 	sort.Slice(launch, func(i, j int) bool { return launch[i].Name < launch[j].Name })
 	sort.Slice(prompts, func(i, j int) bool { return prompts[i].rel < prompts[j].rel })
 	for _, rec := range append(records, prompts...) {
-		if err := o.run.WriteRecord(rec.label, rec.rel[len(store.StateDir)+1:], rec.data); err != nil {
+		if err := o.run.WriteRecord(rec.label, rec.rel, rec.data); err != nil {
 			return Outcome{}, err
 		}
 	}
@@ -306,7 +306,7 @@ type record struct {
 
 func hasHandout(r *replay) bool {
 	for _, n := range r.order {
-		if n.verdict == handout {
+		if n.verdict == verdictHandout {
 			return true
 		}
 	}
@@ -359,7 +359,7 @@ func (o *Orchestrator) workflowBlock(r *replay, reports []store.Report) (store.W
 		}
 	}
 	w.Blocks++
-	rel := fmt.Sprintf("%s/workflow/block-%d.md", store.StateDir, w.Blocks)
+	rel := store.WorkflowBlockPath(w.Blocks)
 	if permitted == PermitStop {
 		w.Stopped = &store.Stop{Kind: string(kind), Reason: reason, Record: rel}
 	}
@@ -407,7 +407,7 @@ func (r *replay) checkUnreached() []string {
 }
 
 func (o *Orchestrator) effectBlock(eb effectBlock, reports []store.Report) (Block, record) {
-	rel := fmt.Sprintf("%s/effect-blocks/%s.md", store.StateDir, eb.name)
+	rel := store.EffectBlockPath(eb.name)
 	b := Block{
 		Subject:   "effect " + eb.name,
 		Kind:      eb.kind,
