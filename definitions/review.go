@@ -188,7 +188,16 @@ func writeAtomic(path string, data []byte) error {
 	if err := os.Chmod(f.Name(), 0o644); err != nil {
 		return err
 	}
-	return os.Rename(f.Name(), path)
+	if err := os.Rename(f.Name(), path); err != nil {
+		return err
+	}
+	// The rename survives a power cut only once the directory is synced.
+	dir, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	return dir.Sync()
 }
 
 // headingAndBullets accepts a lens: a level-one heading and at least one

@@ -3,9 +3,9 @@ package workflow
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/custodian-run/custodian/store"
@@ -121,13 +121,12 @@ func (o *Orchestrator) Status() (Status, error) {
 		b := o.stoppedBlock("workflow", w)
 		s.Workflow = &b
 	}
-	names := make([]string, 0, len(st.Jobs))
-	for name := range st.Jobs {
-		names = append(names, name)
+	named := map[string]bool{}
+	for _, name := range st.Named {
+		named[name] = true
 	}
-	sort.Strings(names)
-	for _, name := range names {
-		js, err := o.jobStatus(st, name, blocks, outputs[name])
+	for _, name := range slices.Sorted(maps.Keys(st.Jobs)) {
+		js, err := o.jobStatus(st, name, named, blocks, outputs[name])
 		if err != nil {
 			return Status{}, err
 		}
@@ -155,7 +154,7 @@ func (o *Orchestrator) Status() (Status, error) {
 	return s, nil
 }
 
-func (o *Orchestrator) jobStatus(st *store.State, name string, blocks map[string]Block, output string) (JobStatus, error) {
+func (o *Orchestrator) jobStatus(st *store.State, name string, named map[string]bool, blocks map[string]Block, output string) (JobStatus, error) {
 	j := st.Jobs[name]
 	js := JobStatus{Name: name, Attempts: j.Handouts, LastFailure: j.LastFailure, Changed: []string{}}
 	if j.Accepted != nil {
@@ -183,7 +182,7 @@ func (o *Orchestrator) jobStatus(st *store.State, name string, blocks map[string
 		js.State = JobStopped
 		b := o.stoppedBlock(name, j.Stopped)
 		js.Block = &b
-	case st.Replayed > 0 && !slices.Contains(st.Named, name):
+	case st.Replayed > 0 && !named[name]:
 		js.State = JobNoLongerUsed
 	case j.Accepted != nil:
 		js.State = JobAccepted
