@@ -38,7 +38,7 @@ func printLog(w io.Writer, events []store.Event) error {
 	var b strings.Builder
 	for _, e := range events {
 		step := "start"
-		if e.Type != "start" {
+		if e.Type != store.EventStart {
 			step = fmt.Sprintf("step %d", e.Step)
 		}
 		fmt.Fprintf(&b, "%s  %-8s  %s\n", e.At, step, describe(e))
@@ -50,29 +50,29 @@ func printLog(w io.Writer, events []store.Event) error {
 // describe says what an event records, in words.
 func describe(e store.Event) string {
 	switch e.Type {
-	case "start":
+	case store.EventStart:
 		return fmt.Sprintf("run of %s started (%s)", e.Subject, e.Text)
-	case "step":
+	case store.EventStep:
 		return "outcome: " + e.Text + uncertainEffects(e)
-	case "handout":
+	case store.EventHandout:
 		return fmt.Sprintf("handed out %s, attempt %d: %s", e.Subject, e.Attempt, e.Path)
-	case "accept":
+	case store.EventAccept:
 		return fmt.Sprintf("accepted %s, attempt %d", e.Subject, e.Attempt)
-	case "refuse":
+	case store.EventRefuse:
 		return fmt.Sprintf("refused %s, attempt %d (%s): %s", e.Subject, e.Attempt, e.Kind, e.Text)
-	case "reopen":
+	case store.EventReopen:
 		return fmt.Sprintf("reopened %s: %s", e.Subject, e.Text)
-	case "keep":
+	case store.EventKeep:
 		return fmt.Sprintf("kept %s of %s as %s", e.Text, e.Subject, e.Path)
-	case "block":
+	case store.EventBlock:
 		return fmt.Sprintf("blocked %s (%s): %s; record %s", e.Subject, e.Kind, e.Text, e.Path)
-	case "effect":
+	case store.EventEffect:
 		return fmt.Sprintf("effect %s %s, run %d, by %s", e.Subject, e.Text, e.Attempt, e.Kind)
-	case "release":
+	case store.EventRelease:
 		return "released " + e.Subject
-	case "resolve":
+	case store.EventResolve:
 		return fmt.Sprintf("resolved effect %s as %s", e.Subject, e.Text)
-	case "report":
+	case store.EventReport:
 		line := fmt.Sprintf("report %d, %s", e.Attempt, e.Kind)
 		if e.Subject != "" {
 			line += " on " + e.Subject
@@ -82,7 +82,7 @@ func describe(e store.Event) string {
 		}
 		return line
 	default:
-		return strings.TrimSpace(strings.Join([]string{e.Type, e.Subject, e.Text}, " "))
+		return strings.TrimSpace(strings.Join([]string{string(e.Type), e.Subject, e.Text}, " "))
 	}
 }
 

@@ -48,17 +48,17 @@ func effectEvents(st *store.State, effects map[string]*store.Effect) []store.Eve
 		}
 		for run := max(seen.Runs, 1); run < e.Runs; run++ {
 			if run > seen.Runs {
-				events = append(events, store.Event{Type: "effect", Subject: name, Attempt: run, Text: store.EffectStarted, Kind: "step", At: e.At})
+				events = append(events, store.Event{Type: store.EventEffect, Subject: name, Attempt: run, Text: store.EffectStarted, Kind: "step", At: e.At})
 			}
 			if run > seen.Runs || seen.Status == store.EffectStarted {
-				events = append(events, store.Event{Type: "effect", Subject: name, Attempt: run, Text: store.EffectAbsent, Kind: "recognizer", At: e.At})
+				events = append(events, store.Event{Type: store.EventEffect, Subject: name, Attempt: run, Text: store.EffectAbsent, Kind: "recognizer", At: e.At})
 			}
 		}
 		if e.Runs > seen.Runs {
-			events = append(events, store.Event{Type: "effect", Subject: name, Attempt: e.Runs, Text: store.EffectStarted, Kind: "step", At: e.At})
+			events = append(events, store.Event{Type: store.EventEffect, Subject: name, Attempt: e.Runs, Text: store.EffectStarted, Kind: "step", At: e.At})
 		}
 		if e.Runs == seen.Runs || e.Status != store.EffectStarted {
-			events = append(events, store.Event{Type: "effect", Subject: name, Attempt: e.Runs, Text: e.Status, Kind: e.By, At: e.At})
+			events = append(events, store.Event{Type: store.EventEffect, Subject: name, Attempt: e.Runs, Text: e.Status, Kind: e.By, At: e.At})
 		}
 		st.Effects[name] = now
 	}
@@ -73,14 +73,14 @@ func (o *Orchestrator) stepEvents(out Outcome, events []store.Event) []store.Eve
 		// An Outcome holds strings, numbers and canonical JSON only.
 		panic(fmt.Sprintf("encode outcome: %v", err))
 	}
-	all := []store.Event{{Type: "step", Text: string(out.Kind), Outcome: data}}
+	all := []store.Event{{Type: store.EventStep, Text: string(out.Kind), Outcome: data}}
 	all = append(all, events...)
 	for _, b := range out.Blocks {
-		all = append(all, store.Event{Type: "block", Subject: b.Subject, Kind: string(b.Kind), Text: b.Reason + " (permits " + string(b.Permitted) + ")", Path: o.run.Rel(b.Record)})
+		all = append(all, store.Event{Type: store.EventBlock, Subject: b.Subject, Kind: string(b.Kind), Text: b.Reason + " (permits " + string(b.Permitted) + ")", Path: o.run.Rel(b.Record)})
 	}
 	return all
 }
 
 func keepEvent(job string, m store.Move) store.Event {
-	return store.Event{Type: "keep", Subject: job, Text: m.Source, Path: m.Target}
+	return store.Event{Type: store.EventKeep, Subject: job, Text: m.Source, Path: m.Target}
 }

@@ -67,7 +67,7 @@ func historyLines(events []store.Event) []string {
 		case "report":
 			line = fmt.Sprintf("report %d %s %s after step %d: %s", e.Attempt, e.Kind, e.Subject, e.Step, e.Text)
 		default:
-			line = "unknown " + e.Type
+			line = "unknown " + string(e.Type)
 		}
 		lines = append(lines, line)
 	}

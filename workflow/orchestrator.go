@@ -257,7 +257,7 @@ func (o *Orchestrator) Release(subject string) error {
 			j.Outstanding = nil
 			j.History = nil
 		}
-		return o.commitState("release", st, rec.effects, []store.Event{{Type: "release", Subject: subject}})
+		return o.commitState("release", st, rec.effects, []store.Event{{Type: store.EventRelease, Subject: subject}})
 	})
 }
 
@@ -312,7 +312,7 @@ func (o *Orchestrator) Resolve(name string, what Recognition) error {
 		st.Resolving = &settled
 		st.Effects[name] = store.EffectSeen{Status: settled.Status, Runs: settled.Runs}
 		st.Unreached = slices.DeleteFunc(st.Unreached, func(n string) bool { return n == name })
-		if err := o.commitState("resolve-state", st, rec.effects, []store.Event{{Type: "resolve", Subject: name, Text: what.String()}}); err != nil {
+		if err := o.commitState("resolve-state", st, rec.effects, []store.Event{{Type: store.EventResolve, Subject: name, Text: what.String()}}); err != nil {
 			return err
 		}
 		return o.finishResolving(st)

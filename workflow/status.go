@@ -223,7 +223,7 @@ func (o *Orchestrator) readHistory(history []store.Event) (last *LastStep, settl
 	settled, outputs = []string{}, map[string]string{}
 	for _, e := range history {
 		switch e.Type {
-		case "step":
+		case store.EventStep:
 			var out Outcome
 			if err := json.Unmarshal(e.Outcome, &out); err != nil {
 				return nil, nil, nil, &store.RecordError{Path: o.run.StatePath("history", fmt.Sprintf("%d.jsonl", e.Seq)), Err: err}
@@ -234,9 +234,9 @@ func (o *Orchestrator) readHistory(history []store.Event) (last *LastStep, settl
 					outputs[h.Name] = rel
 				}
 			}
-		case "release", "resolve":
+		case store.EventRelease, store.EventResolve:
 			subject := e.Subject
-			if e.Type == "resolve" {
+			if e.Type == store.EventResolve {
 				subject = "effect " + subject
 			}
 			if !slices.Contains(settled, subject) {
@@ -409,13 +409,13 @@ func (o *Orchestrator) Log() ([]store.Event, error) {
 	if len(o.params) > 0 {
 		params = "parameters " + params
 	}
-	events := []store.Event{{Type: "start", At: o.run.Record.StartedAt, Subject: o.run.Record.Definition,
+	events := []store.Event{{Type: store.EventStart, At: o.run.Record.StartedAt, Subject: o.run.Record.Definition,
 		Text: fmt.Sprintf("version %s, %s", o.run.Record.Version, params)}}
 	r := 0
 	addReports := func(upTo int) {
 		for ; r < len(reports) && reports[r].Seq <= upTo; r++ {
 			rep := reports[r]
-			events = append(events, store.Event{Type: "report", Seq: rep.Seq, Step: rep.Step, At: rep.At,
+			events = append(events, store.Event{Type: store.EventReport, Seq: rep.Seq, Step: rep.Step, At: rep.At,
 				Subject: rep.Job, Attempt: rep.Number, Kind: rep.Event, Text: rep.Text})
 		}
 	}

@@ -192,10 +192,10 @@ func (o *Orchestrator) commit(r *replay, reports []store.Report) (Outcome, error
 	for _, n := range r.order {
 		name := n.spec.job.Name
 		if f := n.refusal; f != nil {
-			events = append(events, store.Event{Type: "refuse", Subject: name, Attempt: n.rec.Handouts, Kind: f.Kind, Text: f.Reason})
+			events = append(events, store.Event{Type: store.EventRefuse, Subject: name, Attempt: n.rec.Handouts, Kind: f.Kind, Text: f.Reason})
 		}
 		if n.newlyAccepted {
-			events = append(events, store.Event{Type: "accept", Subject: name, Attempt: n.rec.Handouts})
+			events = append(events, store.Event{Type: store.EventAccept, Subject: name, Attempt: n.rec.Handouts})
 		}
 		switch {
 		case n.verdict == verdictBlocked && len(n.block.keep) > 0:
@@ -210,7 +210,7 @@ func (o *Orchestrator) commit(r *replay, reports []store.Report) (Outcome, error
 		case n.verdict == verdictHandout && handingOut:
 			rec := n.rec
 			if n.reopen != "" {
-				events = append(events, store.Event{Type: "reopen", Subject: name, Text: n.reopen})
+				events = append(events, store.Event{Type: store.EventReopen, Subject: name, Text: n.reopen})
 				rec.Accepted = nil
 				rec.Failures = 0
 				rec.Messages, rec.History = nil, nil
@@ -231,7 +231,7 @@ func (o *Orchestrator) commit(r *replay, reports []store.Report) (Outcome, error
 			rec.LastInput = &last
 			prompt := store.PromptPath(name, rec.Handouts)
 			prompts = append(prompts, record{label: "prompt", rel: prompt, data: renderPrompt(r, n)})
-			events = append(events, store.Event{Type: "handout", Subject: name, Attempt: rec.Handouts, Path: prompt})
+			events = append(events, store.Event{Type: store.EventHandout, Subject: name, Attempt: rec.Handouts, Path: prompt})
 			launch = append(launch, Handout{
 				Name:    n.spec.job.Name,
 				Attempt: rec.Handouts,
@@ -428,7 +428,7 @@ func (o *Orchestrator) lastOutcome(st *store.State) (*Outcome, error) {
 			return nil, err
 		}
 		for _, e := range events {
-			if e.Type != "step" {
+			if e.Type != store.EventStep {
 				continue
 			}
 			var out Outcome
