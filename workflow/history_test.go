@@ -23,7 +23,7 @@ func historyLog(t *testing.T, reg *workflow.Registry, dir string) []store.Event 
 	events, err := o.Log()
 	require.NoError(t, err)
 	require.NotEmpty(t, events)
-	require.Equal(t, "start", events[0].Type, "the history begins with the start")
+	require.Equal(t, store.EventStart, events[0].Type, "the history begins with the start")
 	steps := 0
 	for i, e := range events {
 		assert.NotEmpty(t, e.At, "event %d (%s) has no time", i, e.Type)
