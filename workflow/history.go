@@ -84,3 +84,13 @@ func (o *Orchestrator) stepEvents(out Outcome, events []store.Event) []store.Eve
 func keepEvent(job string, m store.Move) store.Event {
 	return store.Event{Type: store.EventKeep, Subject: job, Text: m.Source, Path: m.Target}
 }
+
+// eventOutcome reads the outcome a step event records. One that cannot be
+// read makes the history untrusted.
+func (o *Orchestrator) eventOutcome(e store.Event) (Outcome, error) {
+	var out Outcome
+	if err := json.Unmarshal(e.Outcome, &out); err != nil {
+		return Outcome{}, &store.RecordError{Path: o.run.StatePath("history", fmt.Sprintf("%d.jsonl", e.Seq)), Err: err}
+	}
+	return out, nil
+}

@@ -1,7 +1,6 @@
 package workflow
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -224,9 +223,9 @@ func (o *Orchestrator) readHistory(history []store.Event) (last *LastStep, settl
 	for _, e := range history {
 		switch e.Type {
 		case store.EventStep:
-			var out Outcome
-			if err := json.Unmarshal(e.Outcome, &out); err != nil {
-				return nil, nil, nil, &store.RecordError{Path: o.run.StatePath("history", fmt.Sprintf("%d.jsonl", e.Seq)), Err: err}
+			out, err := o.eventOutcome(e)
+			if err != nil {
+				return nil, nil, nil, err
 			}
 			last, settled = &LastStep{Step: e.Step, At: e.At, Outcome: out}, []string{}
 			for _, h := range out.Jobs {

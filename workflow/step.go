@@ -1,8 +1,6 @@
 package workflow
 
 import (
-	"encoding/json"
-	"fmt"
 	"maps"
 	"path"
 	"slices"
@@ -431,9 +429,9 @@ func (o *Orchestrator) lastOutcome(st *store.State) (*Outcome, error) {
 			if e.Type != store.EventStep {
 				continue
 			}
-			var out Outcome
-			if err := json.Unmarshal(e.Outcome, &out); err != nil {
-				return nil, &store.RecordError{Path: o.run.StatePath("history", fmt.Sprintf("%d.jsonl", seq)), Err: err}
+			out, err := o.eventOutcome(e)
+			if err != nil {
+				return nil, err
 			}
 			return &out, nil
 		}
