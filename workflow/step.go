@@ -100,149 +100,21 @@ func (o *Orchestrator) commit(r *replay, reports []store.Report) (Outcome, error
 	if r.ranToEnd {
 		unreached = r.checkUnreached()
 	}
-	byName := slices.Clone(r.order)
-	sort.Slice(byName, func(i, j int) bool { return byName[i].spec.job.Name < byName[j].spec.job.Name })
-	jobBlocked := false
-	for _, n := range byName {
-		jobBlocked = jobBlocked || n.block != nil
-	}
-	if !r.failed() && !jobBlocked && len(r.effectBlocks) == 0 && len(r.uncertain) == 0 && !r.ranToEnd && !hasHandout(r) {
-		// Defensive: a path ended with nothing to hand out and nothing blocking.
-		r.fail(failure{kind: BlockStalled, message: "the definition ended a path with nothing to hand out", place: "stalled"})
-	}
-
-	var blocks []Block
-	var records []record
-	for _, n := range byName {
-		if n.block != nil {
-			blocks = append(blocks, o.jobBlock(n))
-		}
-	}
-	wstate, wb, wrec := o.workflowBlock(r, reports)
-	if wb != nil {
-		blocks = append(blocks, *wb)
-		records = append(records, wrec)
-	}
-	sort.Slice(r.effectBlocks, func(i, j int) bool { return r.effectBlocks[i].name < r.effectBlocks[j].name })
-	for _, eb := range r.effectBlocks {
-		b, rec := o.effectBlock(eb, reports)
-		blocks = append(blocks, b)
-		records = append(records, rec)
-	}
-
+	byName := slices.SortedFunc(slices.Values(r.order), func(a, b *named) int {
+		return strings.Compare(a.spec.job.Name, b.spec.job.Name)
+	})
+	blocks, records, wstate := o.findBlocks(r, byName, reports)
 	if len(r.uncertain) > 0 {
-		// An uncertain step counts nothing and changes no job's state. It
-		// writes the records of the blocks it carries, so that the paths it
-		// prints hold what it found, under names of its own: the numbered
-		// records belong to the blocks that steps count.
-		for _, n := range byName {
-			if n.verdict == verdictBlocked {
-				records = append(records, record{label: "block", rel: n.block.record, data: renderJobBlock(o, r, n, nil, reports)})
-			}
-		}
-		carried := func(rel string) string {
-			if strings.HasPrefix(path.Base(rel), "block-") {
-				return store.CarriedPath(rel, st.Steps+1)
-			}
-			return rel
-		}
-		for i := range records {
-			records[i].rel = carried(records[i].rel)
-		}
-		for i := range blocks {
-			blocks[i].Record = o.abs(carried(o.run.Rel(blocks[i].Record)))
-		}
-		for _, rec := range records {
-			if err := o.run.WriteRecord(rec.label, rec.rel, rec.data); err != nil {
-				return Outcome{}, err
-			}
-		}
-		effects := slices.Clone(r.uncertain)
-		sort.Slice(effects, func(i, j int) bool { return effects[i].Name < effects[j].Name })
-		out := Outcome{Kind: KindUncertain, Effects: effects, Blocks: blocks}
-		// Only the step's history is committed: its number and outcome.
-		st.Steps++
-		return out, o.commitState("state", st, r.effects, o.stepEvents(out, nil))
+		return o.commitUncertain(r, byName, blocks, records, reports)
 	}
-	handingOut := len(blocks) == 0
 
-	// Moves, in the order jobs were named: a problem report and what lies
-	// beside it when they block; whatever is in the way of a hand-out.
-	var moves []store.Move
-	keep := func(n *named, rel string) (store.Move, error) {
-		sum, err := store.FileSHA256(r.abs(rel))
-		if err != nil {
-			return store.Move{}, err
-		}
-		st.Kept++
-		m := store.Move{
-			Source: rel,
-			Target: store.KeptPath(n.spec.job.Name, st.Kept, rel),
-			SHA256: sum,
-		}
-		moves = append(moves, m)
-		return m, nil
-	}
-	var launch []Handout
-	var prompts []record
-	var events []store.Event
-	kept := map[string][]store.Move{}
-	for _, n := range r.order {
-		name := n.spec.job.Name
-		if f := n.refusal; f != nil {
-			events = append(events, store.Event{Type: store.EventRefuse, Subject: name, Attempt: n.rec.Handouts, Kind: f.Kind, Text: f.Reason})
-		}
-		if n.newlyAccepted {
-			events = append(events, store.Event{Type: store.EventAccept, Subject: name, Attempt: n.rec.Handouts})
-		}
-		switch {
-		case n.verdict == verdictBlocked && len(n.block.keep) > 0:
-			for _, rel := range n.block.keep {
-				m, err := keep(n, rel)
-				if err != nil {
-					return Outcome{}, err
-				}
-				kept[name] = append(kept[name], m)
-				events = append(events, keepEvent(name, m))
-			}
-		case n.verdict == verdictHandout && handingOut:
-			rec := n.rec
-			if n.reopen != "" {
-				events = append(events, store.Event{Type: store.EventReopen, Subject: name, Text: n.reopen})
-				rec.Accepted = nil
-				rec.Failures = 0
-				rec.Messages, rec.History = nil, nil
-			}
-			for _, rel := range []string{n.spec.output, n.spec.problem} {
-				if exists(r.abs(rel)) {
-					m, err := keep(n, rel)
-					if err != nil {
-						return Outcome{}, err
-					}
-					events = append(events, keepEvent(name, m))
-				}
-			}
-			rec.Handouts++
-			in := n.current
-			rec.Outstanding = &in
-			last := cloneInputs(in)
-			rec.LastInput = &last
-			prompt := store.PromptPath(name, rec.Handouts)
-			prompts = append(prompts, record{label: "prompt", rel: prompt, data: renderPrompt(r, n)})
-			events = append(events, store.Event{Type: store.EventHandout, Subject: name, Attempt: rec.Handouts, Path: prompt})
-			launch = append(launch, Handout{
-				Name:    n.spec.job.Name,
-				Attempt: rec.Handouts,
-				Prompt:  o.abs(prompt),
-				Output:  r.abs(n.spec.output),
-				Problem: r.abs(n.spec.problem),
-				Launch:  n.spec.launch,
-			})
-		}
+	p := &plan{state: st, kept: map[string][]store.Move{}}
+	if err := p.make(o, r, len(blocks) == 0); err != nil {
+		return Outcome{}, err
 	}
 	for _, n := range byName {
-		if n.block != nil && n.verdict == verdictBlocked {
-			records = append(records, record{label: "block", rel: n.block.record, data: renderJobBlock(o, r, n, kept[n.spec.job.Name], reports)})
+		if n.verdict == verdictBlocked {
+			records = append(records, record{label: "block", rel: n.block.record, data: renderJobBlock(o, r, n, p.kept[n.spec.job.Name], reports)})
 		}
 	}
 
@@ -263,10 +135,10 @@ func (o *Orchestrator) commit(r *replay, reports []store.Report) (Outcome, error
 	st.Named = slices.Sorted(maps.Keys(named))
 	st.Workflow = wstate
 	st.Unreached = unreached
-	st.Moves = moves
-	sort.Slice(launch, func(i, j int) bool { return launch[i].Name < launch[j].Name })
-	sort.Slice(prompts, func(i, j int) bool { return prompts[i].rel < prompts[j].rel })
-	for _, rec := range append(records, prompts...) {
+	st.Moves = p.moves
+	sort.Slice(p.launch, func(i, j int) bool { return p.launch[i].Name < p.launch[j].Name })
+	sort.Slice(p.prompts, func(i, j int) bool { return p.prompts[i].rel < p.prompts[j].rel })
+	for _, rec := range append(records, p.prompts...) {
 		if err := o.run.WriteRecord(rec.label, rec.rel, rec.data); err != nil {
 			return Outcome{}, err
 		}
@@ -275,14 +147,14 @@ func (o *Orchestrator) commit(r *replay, reports []store.Report) (Outcome, error
 	switch {
 	case len(blocks) > 0:
 		out = Outcome{Kind: KindBlocked, Blocks: blocks}
-	case len(launch) > 0:
-		out = Outcome{Kind: KindLaunch, Jobs: launch}
+	case len(p.launch) > 0:
+		out = Outcome{Kind: KindLaunch, Jobs: p.launch}
 	}
-	if err := o.commitState("state", st, r.effects, o.stepEvents(out, events)); err != nil {
+	if err := o.commitState("state", st, r.effects, o.stepEvents(out, p.events)); err != nil {
 		return Outcome{}, err
 	}
-	if len(moves) > 0 {
-		if err := o.run.Perform(moves); err != nil {
+	if len(p.moves) > 0 {
+		if err := o.run.Perform(p.moves); err != nil {
 			return Outcome{}, err
 		}
 		st.Moves = []store.Move{}
@@ -290,8 +162,160 @@ func (o *Orchestrator) commit(r *replay, reports []store.Report) (Outcome, error
 			return Outcome{}, err
 		}
 	}
-
 	return out, nil
+}
+
+// findBlocks gathers the step's blocks in their stable order, jobs by name,
+// then workflow, then effects by name, with the records of the workflow's
+// and the effects' blocks and the workflow's counts as they would commit.
+func (o *Orchestrator) findBlocks(r *replay, byName []*named, reports []store.Report) ([]Block, []record, store.WorkflowState) {
+	jobBlocked := slices.ContainsFunc(byName, func(n *named) bool { return n.block != nil })
+	if !r.failed() && !jobBlocked && len(r.effectBlocks) == 0 && len(r.uncertain) == 0 && !r.ranToEnd && !hasHandout(r) {
+		// Defensive: a path ended with nothing to hand out and nothing blocking.
+		r.fail(failure{kind: BlockStalled, message: "the definition ended a path with nothing to hand out", place: "stalled"})
+	}
+	var blocks []Block
+	var records []record
+	for _, n := range byName {
+		if n.block != nil {
+			blocks = append(blocks, o.jobBlock(n))
+		}
+	}
+	wstate, wb, wrec := o.workflowBlock(r, reports)
+	if wb != nil {
+		blocks = append(blocks, *wb)
+		records = append(records, wrec)
+	}
+	sort.Slice(r.effectBlocks, func(i, j int) bool { return r.effectBlocks[i].name < r.effectBlocks[j].name })
+	for _, eb := range r.effectBlocks {
+		b, rec := o.effectBlock(eb, reports)
+		blocks = append(blocks, b)
+		records = append(records, rec)
+	}
+	return blocks, records, wstate
+}
+
+// commitUncertain commits an uncertain step, which counts nothing and
+// changes no job's state: only its history, its number and its outcome. It
+// writes the records of the blocks it carries, so that the paths it prints
+// hold what it found, under names of its own: the numbered records belong
+// to the blocks that steps count.
+func (o *Orchestrator) commitUncertain(r *replay, byName []*named, blocks []Block, records []record, reports []store.Report) (Outcome, error) {
+	st := r.state
+	for _, n := range byName {
+		if n.verdict == verdictBlocked {
+			records = append(records, record{label: "block", rel: n.block.record, data: renderJobBlock(o, r, n, nil, reports)})
+		}
+	}
+	carried := func(rel string) string {
+		if strings.HasPrefix(path.Base(rel), "block-") {
+			return store.CarriedPath(rel, st.Steps+1)
+		}
+		return rel
+	}
+	for i := range records {
+		records[i].rel = carried(records[i].rel)
+	}
+	for i := range blocks {
+		blocks[i].Record = o.abs(carried(o.run.Rel(blocks[i].Record)))
+	}
+	for _, rec := range records {
+		if err := o.run.WriteRecord(rec.label, rec.rel, rec.data); err != nil {
+			return Outcome{}, err
+		}
+	}
+	effects := slices.SortedFunc(slices.Values(r.uncertain), func(a, b EffectState) int { return strings.Compare(a.Name, b.Name) })
+	out := Outcome{Kind: KindUncertain, Effects: effects, Blocks: blocks}
+	st.Steps++
+	return out, o.commitState("state", st, r.effects, o.stepEvents(out, nil))
+}
+
+// plan is what a counted step will write and move, job by job in the order
+// they were named, and what it hands out.
+type plan struct {
+	state   *store.State
+	moves   []store.Move
+	kept    map[string][]store.Move // the moves of each blocked job, for its record
+	launch  []Handout
+	prompts []record
+	events  []store.Event
+}
+
+// make plans every job's part: the events of its judgment; for a block,
+// moving aside a problem report and what lies beside it, or the last
+// refused output; for a hand-out, moving aside whatever is in its way, and
+// its prompt.
+func (p *plan) make(o *Orchestrator, r *replay, handingOut bool) error {
+	for _, n := range r.order {
+		name := n.spec.job.Name
+		if f := n.refusal; f != nil {
+			p.events = append(p.events, store.Event{Type: store.EventRefuse, Subject: name, Attempt: n.rec.Handouts, Kind: f.Kind, Text: f.Reason})
+		}
+		if n.newlyAccepted {
+			p.events = append(p.events, store.Event{Type: store.EventAccept, Subject: name, Attempt: n.rec.Handouts})
+		}
+		switch {
+		case n.verdict == verdictBlocked:
+			for _, rel := range n.block.keep {
+				m, err := p.keep(r, name, rel)
+				if err != nil {
+					return err
+				}
+				p.kept[name] = append(p.kept[name], m)
+			}
+		case n.verdict == verdictHandout && handingOut:
+			if n.reopen != "" {
+				// A reopened job starts a full set of attempts.
+				p.events = append(p.events, store.Event{Type: store.EventReopen, Subject: name, Text: n.reopen})
+				n.rec.Accepted, n.rec.Failures = nil, 0
+				n.rec.Messages, n.rec.History = nil, nil
+			}
+			for _, rel := range []string{n.spec.output, n.spec.problem} {
+				if exists(r.abs(rel)) {
+					if _, err := p.keep(r, name, rel); err != nil {
+						return err
+					}
+				}
+			}
+			p.handOut(o, r, n)
+		}
+	}
+	return nil
+}
+
+// keep plans moving the file at rel aside for job, numbered across the run.
+func (p *plan) keep(r *replay, job, rel string) (store.Move, error) {
+	sum, err := store.FileSHA256(r.abs(rel))
+	if err != nil {
+		return store.Move{}, err
+	}
+	p.state.Kept++
+	m := store.Move{Source: rel, Target: store.KeptPath(job, p.state.Kept, rel), SHA256: sum}
+	p.moves = append(p.moves, m)
+	p.events = append(p.events, keepEvent(job, m))
+	return m, nil
+}
+
+// handOut records a job's hand-out: its input state is what its output
+// will be judged against, and its prompt is a new file.
+func (p *plan) handOut(o *Orchestrator, r *replay, n *named) {
+	name, rec := n.spec.job.Name, n.rec
+	rec.Handouts++
+	in := n.current
+	rec.Outstanding = &in
+	last := cloneInputs(in)
+	rec.LastInput = &last
+	prompt := store.PromptPath(name, rec.Handouts)
+	p.prompts = append(p.prompts, record{label: "prompt", rel: prompt, data: renderPrompt(r, n)})
+	p.events = append(p.events, store.Event{Type: store.EventHandout, Subject: name, Attempt: rec.Handouts, Path: prompt})
+	p.launch = append(p.launch, Handout{
+		Name:    name,
+		Attempt: rec.Handouts,
+		Prompt:  o.abs(prompt),
+		Output:  r.abs(n.spec.output),
+		Problem: r.abs(n.spec.problem),
+		Launch:  n.spec.launch,
+	})
 }
 
 // record is a prompt file or a block record to write, at a path relative to
