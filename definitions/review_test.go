@@ -33,23 +33,6 @@ func startReview(t *testing.T, params workflow.Params, paper bool, script trial.
 	return o.Dir(), &trial.Agent{Runner: trial.InProcess(o), RunDir: o.Dir(), Script: script}
 }
 
-// course renders each outcome as one line: the outcome word, then the jobs
-// handed out or each block as subject:kind:permitted.
-func course(steps []workflow.Outcome) []string {
-	var lines []string
-	for _, o := range steps {
-		parts := []string{string(o.Kind)}
-		for _, h := range o.Jobs {
-			parts = append(parts, h.Name)
-		}
-		for _, b := range o.Blocks {
-			parts = append(parts, b.Subject+":"+string(b.Kind)+":"+string(b.Permitted))
-		}
-		lines = append(lines, strings.Join(parts, " "))
-	}
-	return lines
-}
-
 func readText(t *testing.T, path string) string {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -81,7 +64,7 @@ func TestReviewRunsToDoneAndPublishes(t *testing.T) {
 		"launch reconcile",
 		"launch reconcile",
 		"done",
-	}, course(tr.Steps))
+	}, tr.Course())
 	assert.Empty(t, tr.Reports, "a run that goes well needs no report")
 
 	retry := readText(t, tr.Steps[2].Jobs[0].Prompt)
@@ -132,7 +115,7 @@ func TestReviewWithoutPaperBlocksOnWorkflowForARepair(t *testing.T) {
 		"launch lens-claims lens-method",
 		"launch reconcile",
 		"done",
-	}, course(tr.Steps))
+	}, tr.Course())
 	require.Len(t, tr.Reports, 1)
 	assert.Equal(t, trial.Report{Event: workflow.EventRepair, Text: "put paper.md in place"}, tr.Reports[0])
 	record := readText(t, tr.Steps[0].Blocks[0].Record)
@@ -145,7 +128,7 @@ func TestReviewWithoutPublishDirectoryStops(t *testing.T) {
 	tr, err := agent.Drive()
 
 	require.NoError(t, err)
-	assert.Equal(t, []string{"blocked workflow:workflow-stop:stop"}, course(tr.Steps))
+	assert.Equal(t, []string{"blocked workflow:workflow-stop:stop"}, tr.Course())
 	require.Len(t, tr.Reports, 1)
 	assert.Equal(t, workflow.EventStop, tr.Reports[0].Event)
 	assert.Contains(t, tr.Final.Blocks[0].Reason, "parameter publish")

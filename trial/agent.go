@@ -79,6 +79,24 @@ type Transcript struct {
 	Reports []Report           // every report the agent made, in order
 }
 
+// Course summarizes the steps in one line each: the outcome word, then the
+// jobs handed out, or each block as subject:kind:permitted. Tests compare
+// courses.
+func (t Transcript) Course() []string {
+	lines := make([]string, 0, len(t.Steps))
+	for _, o := range t.Steps {
+		parts := []string{string(o.Kind)}
+		for _, h := range o.Jobs {
+			parts = append(parts, h.Name)
+		}
+		for _, b := range o.Blocks {
+			parts = append(parts, b.Subject+":"+string(b.Kind)+":"+string(b.Permitted))
+		}
+		lines = append(lines, strings.Join(parts, " "))
+	}
+	return lines
+}
+
 // Report is one report the agent made.
 type Report struct {
 	Event string // launch-failed, repair or stop

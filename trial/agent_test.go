@@ -50,23 +50,6 @@ func readFile(t *testing.T, path string) string {
 	return string(data)
 }
 
-// course summarizes outcomes in one line each: the outcome word, then the
-// jobs handed out, or each block as subject:kind:permitted.
-func course(steps []workflow.Outcome) []string {
-	var lines []string
-	for _, o := range steps {
-		parts := []string{string(o.Kind)}
-		for _, h := range o.Jobs {
-			parts = append(parts, h.Name)
-		}
-		for _, b := range o.Blocks {
-			parts = append(parts, b.Subject+":"+string(b.Kind)+":"+string(b.Permitted))
-		}
-		lines = append(lines, strings.Join(parts, " "))
-	}
-	return lines
-}
-
 // reported summarizes reports as "event job".
 func reported(reports []trial.Report) []string {
 	var lines []string
@@ -186,7 +169,7 @@ func TestAgentDrivesTrialScenarios(t *testing.T) {
 			tr, err := agent.Drive()
 
 			require.NoError(t, err)
-			assert.Equal(t, tc.course, course(tr.Steps))
+			assert.Equal(t, tc.course, tr.Course())
 			assert.Equal(t, tc.reports, reported(tr.Reports))
 			require.NotEmpty(t, tr.Steps)
 			assert.Equal(t, tr.Steps[len(tr.Steps)-1], tr.Final)

@@ -111,7 +111,7 @@ func TestThroughTheBinary(t *testing.T) {
 			throughBinary, err := (&trial.Agent{Runner: trial.Binary(bin, binDir), RunDir: binDir, Script: trial.ScenarioScript(tc.scenario)}).Drive()
 			require.NoError(t, err)
 
-			assert.Equal(t, course(inProcess.Steps), course(throughBinary.Steps))
+			assert.Equal(t, inProcess.Course(), throughBinary.Course())
 			assert.Equal(t, inProcess.Reports, throughBinary.Reports)
 			for i, step := range throughBinary.Steps {
 				for j, h := range step.Jobs {
