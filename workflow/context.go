@@ -70,7 +70,7 @@ func (r *replay) stopOn(err error) {
 	var dir directoryInputError
 	if errors.As(err, &dir) {
 		r.fail(r.errorFailure(err, r.place(callers(2))))
-		runtime.Goexit()
+		r.endPath()
 	}
 	r.breakRule(err)
 }
@@ -82,7 +82,7 @@ func (c *Context) Wait(handles ...*Handle) []string {
 	paths := make([]string, len(handles))
 	for i, h := range handles {
 		if !h.accepted {
-			runtime.Goexit()
+			c.r.endPath()
 		}
 		paths[i] = h.path
 	}
@@ -124,7 +124,7 @@ func (c *Context) gather(paths []func() any) []any {
 		all = all && finished
 	}
 	if !all {
-		runtime.Goexit()
+		c.r.endPath()
 	}
 	return values
 }
@@ -134,7 +134,7 @@ func (c *Context) gather(paths []func() any) []any {
 // repair within the scope can help.
 func (c *Context) Stop(reason string) {
 	c.r.fail(failure{stop: true, message: reason, place: "stop"})
-	runtime.Goexit()
+	c.r.endPath()
 }
 
 // Fail ends the calling path with err as a failure of the definition's code,
@@ -142,13 +142,27 @@ func (c *Context) Stop(reason string) {
 // deep in a path.
 func (c *Context) Fail(err error) {
 	c.r.fail(c.r.errorFailure(err, c.r.place(callers(2))))
-	runtime.Goexit()
+	c.r.endPath()
 }
 
 // runPath runs fn on a goroutine of its own, so that a path that ends with
 // runtime.Goexit ends there and a panic is caught here, never by the
 // definition. It reports whether fn returned.
 func (r *replay) runPath(fn func() any) (value any, finished bool) {
+	p, outer := &runningPath{}, r.active
+	r.active = p
+	defer func() {
+		r.active = outer
+		if finished && p.ended {
+			// The end was called on a goroutine the definition started, and
+			// the path went on: it caught what nothing may catch.
+			if r.ruleErr == nil {
+				r.ruleErr = r.rule("a path ended on a goroutine the definition started, and the path went on; " +
+					"call Context methods only on the goroutine of Run or of a Parallel path")
+			}
+			finished = false
+		}
+	}()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -167,13 +181,28 @@ func (r *replay) runPath(fn func() any) (value any, finished bool) {
 	return value, finished
 }
 
+// runningPath is a path that runs: Run's, or one given to Parallel or Gather.
+type runningPath struct {
+	ended bool // the engine ended it
+}
+
+// endPath ends the calling path. It marks the running path first, so that
+// an end called on a goroutine the definition started, which ends only
+// that goroutine, is found when the path returns.
+func (r *replay) endPath() {
+	if r.active != nil {
+		r.active.ended = true
+	}
+	runtime.Goexit()
+}
+
 // breakRule records the first rule the definition broke and ends the path.
 // The step then fails with it, whatever the definition does after.
 func (r *replay) breakRule(err error) {
 	if r.ruleErr == nil {
 		r.ruleErr = err
 	}
-	runtime.Goexit()
+	r.endPath()
 }
 
 // failure is a failure of the definition's own code in one step.

@@ -40,6 +40,8 @@
 //  7. Do not start goroutines that call the Context, and do not rely on
 //     Parallel running paths at the same time: it runs them one after
 //     another, in order, so that every path names its jobs deterministically.
+//     A path that goes on after a wait ended a goroutine of its own fails
+//     the step with a DefinitionError.
 //
 // # Failures
 //

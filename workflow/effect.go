@@ -2,7 +2,6 @@ package workflow
 
 import (
 	"fmt"
-	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -99,14 +98,14 @@ func (c *Context) Effect(name string, do func() error, opts ...EffectOption) {
 		default:
 			r.uncertain = append(r.uncertain, EffectState{Name: name,
 				Detail: "the effect started and its completion was not recorded; " + why})
-			runtime.Goexit()
+			r.endPath()
 		}
 	}
 	if rec == nil || rec.Status == store.EffectAbsent {
 		if len(r.uncertain) > 0 || len(r.effectBlocks) > 0 {
 			// The step stops the run on another effect's account: no new
 			// effect starts before the operator has settled that one.
-			runtime.Goexit()
+			r.endPath()
 		}
 		r.runEffect(e, prev, current, do)
 		return
@@ -118,7 +117,7 @@ func (c *Context) Effect(name string, do func() error, opts ...EffectOption) {
 			reason: "the effect is completed and its inputs have changed since: " + strings.Join(changes(
 				store.Inputs{Files: rec.Inputs}, store.Inputs{Files: current}), ", "),
 			inputs: e.inputs})
-		runtime.Goexit()
+		r.endPath()
 	}
 }
 
@@ -157,7 +156,7 @@ func (r *replay) runEffect(e *effectSpec, prev *store.Effect, current []store.Fi
 	r.effects[e.name] = rec
 	if f := r.callEffect(e.name, do); f != nil {
 		r.fail(*f)
-		runtime.Goexit()
+		r.endPath()
 	}
 	rec.Status, rec.At = store.EffectCompleted, store.Now()
 	r.save(r.store.SaveEffect("effect-completed", rec))
@@ -191,7 +190,7 @@ func (r *replay) save(err error) {
 		if r.ioErr == nil {
 			r.ioErr = err
 		}
-		runtime.Goexit()
+		r.endPath()
 	}
 }
 

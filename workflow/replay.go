@@ -30,7 +30,8 @@ type replay struct {
 	failures []failure
 	ruleErr  error
 	ioErr    error
-	hashes   hashes // of the files this step read
+	hashes   hashes       // of the files this step read
+	active   *runningPath // the path running now
 	ranToEnd bool
 
 	effects      map[string]*store.Effect // journals, as read and as written in this step

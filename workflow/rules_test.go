@@ -3,6 +3,7 @@ package workflow_test
 import (
 	"math"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/custodian-run/custodian/workflow"
@@ -236,4 +237,31 @@ func TestLaunchParametersPassThroughAsCanonicalJSON(t *testing.T) {
 			assert.JSONEq(t, tc.want, string(got))
 		})
 	}
+}
+
+// A path ends on its own goroutine, where nothing can catch it. A wait on a
+// goroutine the definition started ends only that goroutine, and the path
+// would go on as if it had passed: the engine finds that and refuses the
+// definition rather than let code run past an unsatisfied wait.
+func TestAWaitOnAGoroutineOfTheDefinitionIsRefused(t *testing.T) {
+	var after bool
+	h := startRun(t, &workflow.Definition{Name: "escape", Run: func(ctx *workflow.Context) error {
+		a := ctx.Agent(job("a"))
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.Wait()
+		}()
+		wg.Wait()
+		after = true
+		return nil
+	}}, source)
+
+	before := h.stateBytes()
+	_, err := h.o.Step()
+	require.ErrorIs(t, err, workflow.ErrDefinition)
+	assert.ErrorContains(t, err, "call Context methods only on the goroutine of Run or of a Parallel path")
+	assert.True(t, after, "the path went on, which is what the engine must refuse")
+	assert.Equal(t, before, h.stateBytes(), "a step that fails on a rule writes no state")
 }
