@@ -85,18 +85,30 @@ func stateOf(t *testing.T, dir string) string {
 	return string(b)
 }
 
-// listing returns every path under dir, relative, with its size: what a
-// command that must write nothing must leave as it was.
-func listing(t *testing.T, dir string) map[string]int64 {
+// listing returns every path under dir, relative, with its mode, time and
+// bytes: what a command that must write nothing must leave exactly as it
+// was.
+func listing(t *testing.T, dir string) map[string]string {
 	t.Helper()
-	out := map[string]int64{}
+	out := map[string]string{}
 	err := filepath.Walk(dir, func(path string, info os.FileInfo, err error) error {
 		if err != nil {
 			return err
 		}
 		rel, err := filepath.Rel(dir, path)
-		out[rel] = info.Size()
-		return err
+		if err != nil {
+			return err
+		}
+		entry := info.Mode().String() + " " + info.ModTime().String()
+		if info.Mode().IsRegular() {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			entry += " " + string(data)
+		}
+		out[rel] = entry
+		return nil
 	})
 	require.NoError(t, err)
 	return out
@@ -161,7 +173,10 @@ func TestUsageErrorsNameTheCommandAndItsUsage(t *testing.T) {
 }
 
 func TestNotARunExits4AndWritesNothing(t *testing.T) {
-	for _, args := range [][]string{{"step"}, {"step", "--json"}, {"report", "repair"}, {"release", "claims"}} {
+	for _, args := range [][]string{
+		{"step"}, {"step", "--json"}, {"report", "repair"}, {"release", "claims"},
+		{"status"}, {"status", "--json"}, {"log"},
+	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			dir := t.TempDir()
 			writeOutput(t, dir, "source.md", "not a run\n")

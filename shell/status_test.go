@@ -364,34 +364,6 @@ func TestStatusJSONDecodesIntoAStatus(t *testing.T) {
 	assert.Equal(t, out, ok(t, "status", "--json", dir))
 }
 
-// statusSnapshot is every path under dir with its size, mode, mtime and
-// bytes: what a read-only command must leave exactly as it was.
-func statusSnapshot(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.Walk(dir, func(path string, info os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(dir, path)
-		if err != nil {
-			return err
-		}
-		entry := info.Mode().String() + " " + info.ModTime().String()
-		if info.Mode().IsRegular() {
-			data, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			entry += " " + string(data)
-		}
-		out[rel] = entry
-		return nil
-	})
-	require.NoError(t, err)
-	return out
-}
-
 // Status and log read; they take no lock, so they answer while another
 // process holds it, and write nothing either way.
 func TestStatusAndLogWriteNothingAndAnswerWhileBusy(t *testing.T) {
@@ -407,29 +379,10 @@ func TestStatusAndLogWriteNothingAndAnswerWhileBusy(t *testing.T) {
 			requireFailure(t, custodian(t, "step", dir), shell.ExitBusy, "")
 		}
 		for _, args := range [][]string{{"status", dir}, {"status", dir, "--json"}, {"log", dir}} {
-			before := statusSnapshot(t, dir)
+			before := listing(t, dir)
 			assert.NotEmpty(t, ok(t, args...))
-			assert.Equal(t, before, statusSnapshot(t, dir), "%v changed the run (locked: %v)", args, locked)
+			assert.Equal(t, before, listing(t, dir), "%v changed the run (locked: %v)", args, locked)
 		}
-	}
-}
-
-func TestStatusAndLogOfANonRunExit4AndWriteNothing(t *testing.T) {
-	for _, args := range [][]string{{"status"}, {"status", "--json"}, {"log"}} {
-		t.Run(strings.Join(args, " "), func(t *testing.T) {
-			dir := t.TempDir()
-			writeOutput(t, dir, "source.md", "not a run\n")
-			before := statusSnapshot(t, dir)
-
-			line := append([]string{args[0], dir}, args[1:]...)
-			requireFailure(t, custodian(t, line...), shell.ExitUntrusted, "check the path; start a run with custodian start")
-			assert.Equal(t, before, statusSnapshot(t, dir))
-
-			missing := filepath.Join(dir, "missing")
-			line = append([]string{args[0], missing}, args[1:]...)
-			requireFailure(t, custodian(t, line...), shell.ExitUntrusted, "check the path")
-			assert.NoDirExists(t, missing)
-		})
 	}
 }
 
@@ -441,12 +394,12 @@ func TestStatusAndLogOfUntrustedRecordsExit4(t *testing.T) {
 				dir := trialRun(t, "clean")
 				ok(t, "step", dir)
 				writeOutput(t, dir, filepath.Join(".custodian", record), "garbage\n")
-				before := statusSnapshot(t, dir)
+				before := listing(t, dir)
 
 				r := custodian(t, command, dir)
 				requireFailure(t, r, shell.ExitUntrusted, "do not edit anything under .custodian/; give this message to the operator")
 				assert.Contains(t, r.stderr, record)
-				assert.Equal(t, before, statusSnapshot(t, dir))
+				assert.Equal(t, before, listing(t, dir))
 			})
 		}
 	}
@@ -468,10 +421,10 @@ func TestStatusAndLogMalformedArgumentsExit2(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			before := statusSnapshot(t, dir)
+			before := listing(t, dir)
 			r := custodian(t, tt.args...)
 			requireFailure(t, r, shell.ExitUsage, "usage: "+tt.usage)
-			assert.Equal(t, before, statusSnapshot(t, dir))
+			assert.Equal(t, before, listing(t, dir))
 		})
 	}
 }

@@ -110,64 +110,54 @@ func TestUntrustedRecordsAreRefusedByEveryCommand(t *testing.T) {
 		}},
 		{"reports.jsonl is unreadable", func(t *testing.T, h *harness) { replaceWithDir(t, h, ".custodian/reports.jsonl") }},
 	}
-	commands := []struct {
-		name string
-		run  func(o *workflow.Orchestrator) error
-	}{
-		{"step", func(o *workflow.Orchestrator) error { _, err := o.Step(); return err }},
-		{"report", func(o *workflow.Orchestrator) error { _, err := o.Report("repair", "a", "repaired"); return err }},
-		{"release", func(o *workflow.Orchestrator) error { return o.Release("a") }},
-	}
 	for _, tc := range cases {
-		for _, cmd := range commands {
+		for _, cmd := range everyCommand {
 			t.Run(tc.name+"/"+cmd.name, func(t *testing.T) {
 				h := stoppedRun(t)
 				tc.corrupt(t, h)
-				before := snapshot(t, h)
-
-				o, err := workflow.Open(h.reg, h.dir)
-				if err != nil {
-					// Refusing at Open is as good as refusing at the command.
-					assert.ErrorIs(t, err, store.ErrUntrusted)
-					return
-				}
-				err = cmd.run(o)
-				assert.ErrorIs(t, err, store.ErrUntrusted)
-				assert.Equal(t, before, snapshot(t, h), "a command on untrusted records changed them")
+				requireRefusedUntrusted(t, h, cmd.run)
 			})
 		}
 	}
 }
 
+// everyCommand is every command of the engine on a run, read-only ones too.
+var everyCommand = []struct {
+	name string
+	run  func(o *workflow.Orchestrator) error
+}{
+	{"step", func(o *workflow.Orchestrator) error { _, err := o.Step(); return err }},
+	{"report", func(o *workflow.Orchestrator) error { _, err := o.Report("repair", "a", "repaired"); return err }},
+	{"release", func(o *workflow.Orchestrator) error { return o.Release("a") }},
+	{"status", func(o *workflow.Orchestrator) error { _, err := o.Status(); return err }},
+	{"log", func(o *workflow.Orchestrator) error { _, err := o.Log(); return err }},
+}
+
+// requireRefusedUntrusted runs a command on h's run, whose records cannot be
+// trusted, and requires that it refuses and changes nothing.
+func requireRefusedUntrusted(t *testing.T, h *harness, run func(o *workflow.Orchestrator) error) {
+	t.Helper()
+	before := snapshot(t, h)
+	o, err := workflow.Open(h.reg, h.dir)
+	if err != nil {
+		// Refusing at Open is as good as refusing at the command.
+		assert.ErrorIs(t, err, store.ErrUntrusted)
+		return
+	}
+	assert.ErrorIs(t, run(o), store.ErrUntrusted)
+	assert.Equal(t, before, snapshot(t, h), "a command on untrusted records changed them")
+}
+
 // Start writes the run's first state; a run on which no step has committed
 // has it, and without it no command may take the run for a new one.
 func TestAStartedRunWhoseStateIsMissingIsRefusedByEveryCommand(t *testing.T) {
-	commands := []struct {
-		name string
-		run  func(o *workflow.Orchestrator) error
-	}{
-		{"step", func(o *workflow.Orchestrator) error { _, err := o.Step(); return err }},
-		{"report", func(o *workflow.Orchestrator) error { _, err := o.Report("repair", "a", "repaired"); return err }},
-		{"release", func(o *workflow.Orchestrator) error { return o.Release("a") }},
-		{"status", func(o *workflow.Orchestrator) error { _, err := o.Status(); return err }},
-		{"log", func(o *workflow.Orchestrator) error { _, err := o.Log(); return err }},
-	}
-	for _, cmd := range commands {
+	for _, cmd := range everyCommand {
 		t.Run(cmd.name, func(t *testing.T) {
 			h := startRun(t, oneJob(job("a")), source)
 			assert.Equal(t, store.NewState(workflow.InputStateVersion), h.state(), "start writes the initial state")
 			h.remove(".custodian/state.json")
-			before := snapshot(t, h)
 
-			o, err := workflow.Open(h.reg, h.dir)
-			if err != nil {
-				// Refusing at Open is as good as refusing at the command.
-				assert.ErrorIs(t, err, store.ErrUntrusted)
-				return
-			}
-			err = cmd.run(o)
-			assert.ErrorIs(t, err, store.ErrUntrusted)
-			assert.Equal(t, before, snapshot(t, h), "a command on a run without its state wrote to it")
+			requireRefusedUntrusted(t, h, cmd.run)
 			assert.NoFileExists(t, h.path(".custodian/state.json"), "a command took the run for a new one")
 		})
 	}
