@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/custodian-run/custodian/cmd/custodian/shell"
 	"github.com/custodian-run/custodian/definitions"
-	"github.com/custodian-run/custodian/shell"
 	"github.com/custodian-run/custodian/workflow"
 )
 

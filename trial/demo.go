@@ -12,9 +12,6 @@ import (
 type DemoOptions struct {
 	// Scenario is the course to show; empty means clean.
 	Scenario string
-	// Scenarios are the scenarios the trial definition knows
-	// (definitions.Scenarios for the built-in one), as Setup needs them.
-	Scenarios []string
 	// Dir is the run directory, new or empty; empty means a fresh one under
 	// runs/, as Setup makes it.
 	Dir string
@@ -39,7 +36,7 @@ var demoLaunch = map[string]string{"model": "small"}
 // what the loop says for it (busy and uncertain end this way).
 func Demo(w io.Writer, reg *workflow.Registry, binary string, opts DemoOptions) error {
 	scenario := cmp.Or(opts.Scenario, "clean")
-	setup := SetupOptions{Scenario: scenario, Scenarios: opts.Scenarios, Dir: opts.Dir, Binary: binary}
+	setup := SetupOptions{Scenario: scenario, Dir: opts.Dir, Binary: binary}
 	if scenario == "parameters" {
 		setup.Launch = demoLaunch
 	}

@@ -50,7 +50,7 @@ func TestThroughTheBinary(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "run")
 		var out strings.Builder
 
-		err := trial.Demo(&out, definitions.Builtin(), bin, trial.DemoOptions{Scenarios: definitions.Scenarios, Dir: dir})
+		err := trial.Demo(&out, definitions.Builtin(), bin, trial.DemoOptions{Dir: dir})
 
 		require.NoError(t, err)
 		prompt := func(job string, n int) string {
@@ -81,7 +81,7 @@ func TestThroughTheBinary(t *testing.T) {
 			var out strings.Builder
 
 			err := trial.Demo(&out, definitions.Builtin(), bin, trial.DemoOptions{
-				Scenario: tc.scenario, Scenarios: definitions.Scenarios, Dir: filepath.Join(t.TempDir(), "run"),
+				Scenario: tc.scenario, Dir: filepath.Join(t.TempDir(), "run"),
 			})
 
 			require.NoError(t, err)
@@ -96,7 +96,7 @@ func TestThroughTheBinary(t *testing.T) {
 		t.Run("json matches in process "+tc.scenario, func(t *testing.T) {
 			setup := func() string {
 				dir, err := trial.Setup(definitions.Builtin(), trial.SetupOptions{
-					Scenario: tc.scenario, Scenarios: definitions.Scenarios, Dir: filepath.Join(t.TempDir(), "run"),
+					Scenario: tc.scenario, Dir: filepath.Join(t.TempDir(), "run"),
 					Launch: launchFor(tc.scenario),
 				})
 				require.NoError(t, err)

@@ -20,13 +20,6 @@ import (
 	"github.com/custodian-run/custodian/workflow"
 )
 
-// DefinitionName is the name the trial definition is registered under.
-const DefinitionName = "trial"
-
-// DefaultHold is how many seconds the busy scenario's background step holds
-// the run's lock unless SetupOptions.Hold says otherwise.
-const DefaultHold = 90
-
 // holdBegins bounds how long Setup waits for the background step of the
 // busy scenario to take the lock and begin its hold.
 const holdBegins = 30 * time.Second
@@ -56,9 +49,6 @@ const notesText = `# Notes from the review meeting
 type SetupOptions struct {
 	// Scenario is the course the run takes, one of Scenarios.
 	Scenario string
-	// Scenarios are the scenarios the trial definition knows
-	// (definitions.Scenarios for the built-in one). Setup refuses any other.
-	Scenarios []string
 	// Dir is the run directory; it must not exist or be empty. Empty means
 	// a new directory runs/run-<12 hex digits> under the working directory,
 	// a name that never contains a scenario's, so that the name tells an
@@ -95,7 +85,7 @@ func Setup(reg *workflow.Registry, opts SetupOptions) (string, error) {
 	if _, err := reg.Lookup(DefinitionName); err != nil {
 		return "", err
 	}
-	dir, err := setupDir(opts.Dir, opts.Scenarios)
+	dir, err := setupDir(opts.Dir)
 	if err != nil {
 		return "", err
 	}
@@ -128,7 +118,7 @@ func Setup(reg *workflow.Registry, opts SetupOptions) (string, error) {
 	}
 	switch opts.Scenario {
 	case "uncertain":
-		err = writeSetupFile(o.Dir()+".interrupt", "")
+		err = writeSetupFile(InterruptMarker(o.Dir()), "")
 	case "busy":
 		err = startHold(opts.Binary, o.Dir())
 	}
@@ -140,10 +130,10 @@ func Setup(reg *workflow.Registry, opts SetupOptions) (string, error) {
 
 func (opts SetupOptions) check() error {
 	switch {
-	case !slices.Contains(opts.Scenarios, opts.Scenario):
+	case !slices.Contains(Scenarios, opts.Scenario):
 		return &workflow.RefusedError{
 			Reason: fmt.Sprintf("trial setup: %q is not a scenario of the trial definition", opts.Scenario),
-			Hint:   "the scenarios are: " + strings.Join(opts.Scenarios, ", "),
+			Hint:   "the scenarios are: " + strings.Join(Scenarios, ", "),
 		}
 	case len(opts.Launch) > 0 && opts.Scenario != "parameters":
 		return &workflow.RefusedError{
@@ -165,9 +155,9 @@ func (opts SetupOptions) check() error {
 
 // setupDir returns the absolute run directory, made or checked: a given one
 // must not exist or be empty; otherwise a new one gets a random name.
-func setupDir(dir string, scenarios []string) (string, error) {
+func setupDir(dir string) (string, error) {
 	if dir == "" {
-		return newSetupDir(scenarios)
+		return newSetupDir()
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -195,7 +185,7 @@ func setupDir(dir string, scenarios []string) (string, error) {
 }
 
 // newSetupDir makes runs/run-<12 hex digits> under the working directory.
-func newSetupDir(scenarios []string) (string, error) {
+func newSetupDir() (string, error) {
 	if err := os.MkdirAll("runs", 0o755); err != nil {
 		return "", fmt.Errorf("trial setup: %w", err)
 	}
@@ -205,7 +195,7 @@ func newSetupDir(scenarios []string) (string, error) {
 			return "", fmt.Errorf("trial setup: %w", err)
 		}
 		name := "run-" + hex.EncodeToString(b[:])
-		if slices.ContainsFunc(scenarios, func(s string) bool { return strings.Contains(name, s) }) {
+		if slices.ContainsFunc(Scenarios, func(s string) bool { return strings.Contains(name, s) }) {
 			continue
 		}
 		dir := filepath.Join("runs", name)
@@ -225,7 +215,7 @@ func newSetupDir(scenarios []string) (string, error) {
 // it then holds the run's lock. A goroutine waits for the step, so that it
 // is reaped when it ends.
 func startHold(binary, dir string) error {
-	marker, logPath := dir+".hold", dir+".hold.log"
+	marker, logPath := HoldMarker(dir), HoldLog(dir)
 	if err := writeSetupFile(marker, ""); err != nil {
 		return err
 	}

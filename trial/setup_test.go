@@ -65,7 +65,7 @@ func TestSetupPlacesWhatEachScenarioNeeds(t *testing.T) {
 		t.Run(tt.scenario, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "run")
 			opts := tt.opts
-			opts.Scenario, opts.Scenarios, opts.Dir = tt.scenario, definitions.Scenarios, dir
+			opts.Scenario, opts.Dir = tt.scenario, dir
 			got, err := trial.Setup(definitions.Builtin(), opts)
 			require.NoError(t, err)
 			require.Equal(t, dir, got)
@@ -102,15 +102,15 @@ func TestSetupNamesRunsAtRandom(t *testing.T) {
 	require.NoError(t, err)
 	name := regexp.MustCompile(`^run-[0-9a-f]{12}$`)
 	seen := map[string]bool{}
-	for _, scenario := range definitions.Scenarios {
+	for _, scenario := range trial.Scenarios {
 		if scenario == "busy" {
 			continue // needs the binary; cmd/custodian tests it
 		}
-		dir, err := trial.Setup(definitions.Builtin(), trial.SetupOptions{Scenario: scenario, Scenarios: definitions.Scenarios})
+		dir, err := trial.Setup(definitions.Builtin(), trial.SetupOptions{Scenario: scenario})
 		require.NoError(t, err)
 		assert.Equal(t, filepath.Join(cwd, "runs"), filepath.Dir(dir))
 		assert.Regexp(t, name, filepath.Base(dir))
-		for _, s := range definitions.Scenarios {
+		for _, s := range trial.Scenarios {
 			assert.NotContains(t, dir, s)
 		}
 		assert.False(t, seen[dir], "%s was made twice", dir)
@@ -120,7 +120,7 @@ func TestSetupNamesRunsAtRandom(t *testing.T) {
 
 func TestSetupRefuses(t *testing.T) {
 	started := filepath.Join(t.TempDir(), "run")
-	_, err := trial.Setup(definitions.Builtin(), trial.SetupOptions{Scenario: "clean", Scenarios: definitions.Scenarios, Dir: started})
+	_, err := trial.Setup(definitions.Builtin(), trial.SetupOptions{Scenario: "clean", Dir: started})
 	require.NoError(t, err)
 	full := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(full, "mine.txt"), []byte("keep me\n"), 0o644))
@@ -142,7 +142,6 @@ func TestSetupRefuses(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Chdir(t.TempDir())
 			opts := tt.opts
-			opts.Scenarios = definitions.Scenarios
 			_, err := trial.Setup(definitions.Builtin(), opts)
 			require.Error(t, err)
 			if tt.want != nil {
@@ -161,7 +160,7 @@ func TestSetupLaunchIsAJSONObjectOfStrings(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
 	launch := map[string]string{"model": "small", "quote": `say "hi"`, "comma": "a,b"}
 	_, err := trial.Setup(definitions.Builtin(), trial.SetupOptions{
-		Scenario: "parameters", Scenarios: definitions.Scenarios, Dir: dir, Launch: launch,
+		Scenario: "parameters", Dir: dir, Launch: launch,
 	})
 	require.NoError(t, err)
 	var got map[string]string
@@ -173,7 +172,7 @@ func TestSetupWithoutTheTrialDefinitionMakesNothing(t *testing.T) {
 	t.Chdir(t.TempDir())
 	reg, err := workflow.NewRegistry(&workflow.Definition{Name: "other", Run: func(*workflow.Context) error { return nil }})
 	require.NoError(t, err)
-	_, err = trial.Setup(reg, trial.SetupOptions{Scenario: "clean", Scenarios: definitions.Scenarios})
+	_, err = trial.Setup(reg, trial.SetupOptions{Scenario: "clean"})
 	require.ErrorIs(t, err, workflow.ErrUnknownDefinition)
 	assert.NoDirExists(t, "runs")
 }

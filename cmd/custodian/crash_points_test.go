@@ -14,7 +14,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/custodian-run/custodian/definitions"
 	"github.com/custodian-run/custodian/trial"
 	"github.com/custodian-run/custodian/workflow"
 	"github.com/stretchr/testify/assert"
@@ -218,7 +217,7 @@ func (d *scriptDriver) step() (workflow.Outcome, bool) {
 	switch {
 	case ended:
 		return workflow.Outcome{}, false
-	case r.code == definitions.PublishInterruptedStatus:
+	case r.code == trial.PublishInterruptedStatus:
 		require.Empty(d.t, r.stdout)
 		require.Equal(d.t, "the process ended while publishing\n", r.stderr)
 		d.note("step: exit 9, the process ended while publishing", "")
@@ -411,7 +410,7 @@ func (d *scriptDriver) command(args ...string) (r result, ended bool) {
 	}
 	r = run(d.t, crashBinary, env, args...)
 	require.NotEqual(d.t, 4, r.code, "custodian %s: the records cannot be trusted: %s", d.rel(strings.Join(args, " ")), r.stderr)
-	if !(r.code == definitions.PublishInterruptedStatus && args[0] == "step") {
+	if !(r.code == trial.PublishInterruptedStatus && args[0] == "step") {
 		require.Equal(d.t, 0, r.code, "custodian %s: %s", d.rel(strings.Join(args, " ")), r.stderr)
 		require.Empty(d.t, r.stderr)
 	}

@@ -11,8 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/custodian-run/custodian/definitions"
-	"github.com/custodian-run/custodian/shell"
+	"github.com/custodian-run/custodian/cmd/custodian/shell"
 	"github.com/custodian-run/custodian/trial"
 	"github.com/custodian-run/custodian/workflow"
 )
@@ -41,7 +40,7 @@ func TestE2E(t *testing.T) {
 		courses[path] = c
 		covered[c.scenario()] = true
 	}
-	for _, scenario := range definitions.Scenarios {
+	for _, scenario := range trial.Scenarios {
 		assert.True(t, covered[scenario], "no transcript under %s sets up scenario %s", e2eDir, scenario)
 	}
 	for name := range courseChecks {

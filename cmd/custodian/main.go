@@ -7,8 +7,8 @@ package main
 import (
 	"os"
 
+	"github.com/custodian-run/custodian/cmd/custodian/shell"
 	"github.com/custodian-run/custodian/definitions"
-	"github.com/custodian-run/custodian/shell"
 )
 
 func main() {

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/custodian-run/custodian/definitions"
 	"github.com/custodian-run/custodian/trial"
 	"github.com/custodian-run/custodian/workflow"
 	"github.com/stretchr/testify/assert"
@@ -71,7 +70,7 @@ func TestUncertainScenarioEndToEnd(t *testing.T) {
 
 			// The step that publishes ends between publish's two writes.
 			r := run(t, binary, nil, "step", dir)
-			assert.Equal(t, definitions.PublishInterruptedStatus, r.code)
+			assert.Equal(t, trial.PublishInterruptedStatus, r.code)
 			assert.Empty(t, r.stdout, "a process that ended inside an effect printed an outcome")
 			assert.Equal(t, "the process ended while publishing\n", r.stderr)
 			assert.NoFileExists(t, dir+".interrupt", "the marker is spent")
@@ -120,7 +119,7 @@ func TestUncertainScenarioEndToEnd(t *testing.T) {
 
 func TestUncertainEffectIsNotResolvedUnknown(t *testing.T) {
 	dir := toPublish(t)
-	require.Equal(t, definitions.PublishInterruptedStatus, run(t, binary, nil, "step", dir).code)
+	require.Equal(t, trial.PublishInterruptedStatus, run(t, binary, nil, "step", dir).code)
 
 	r := run(t, binary, nil, "resolve", dir, "publish", "unknown")
 	assert.Equal(t, 2, r.code)

@@ -7,8 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/custodian-run/custodian/cmd/custodian/shell"
 	"github.com/custodian-run/custodian/definitions"
-	"github.com/custodian-run/custodian/shell"
+	"github.com/custodian-run/custodian/trial"
 	"github.com/custodian-run/custodian/workflow"
 	"github.com/gofrs/flock"
 	"github.com/stretchr/testify/assert"
@@ -297,7 +298,7 @@ func TestDefinitionsListsEveryDefinition(t *testing.T) {
 		line, _, _ := strings.Cut(d.Doc, "\n")
 		return line
 	}
-	assert.Equal(t, "review  "+firstLine(definitions.Review)+"\ntrial   "+firstLine(definitions.Trial)+"\n", ok(t, "definitions"))
+	assert.Equal(t, "review  "+firstLine(definitions.Review)+"\ntrial   "+firstLine(trial.Definition)+"\n", ok(t, "definitions"))
 
 	reg, err := workflow.NewRegistry(
 		&workflow.Definition{Name: "review", Doc: "reviews a paper\nwith two lenses", Run: func(*workflow.Context) error { return nil }},

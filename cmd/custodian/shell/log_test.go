@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/custodian-run/custodian/shell"
+	"github.com/custodian-run/custodian/cmd/custodian/shell"
 	"github.com/custodian-run/custodian/workflow"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

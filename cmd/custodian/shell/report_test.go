@@ -3,7 +3,7 @@ package shell_test
 import (
 	"testing"
 
-	"github.com/custodian-run/custodian/shell"
+	"github.com/custodian-run/custodian/cmd/custodian/shell"
 	"github.com/stretchr/testify/assert"
 )
 

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/custodian-run/custodian/cmd/custodian/shell"
 	"github.com/custodian-run/custodian/definitions"
-	"github.com/custodian-run/custodian/shell"
 	"github.com/custodian-run/custodian/workflow"
 	"github.com/gofrs/flock"
 	"github.com/stretchr/testify/assert"

@@ -5,7 +5,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/custodian-run/custodian/definitions"
 	"github.com/custodian-run/custodian/trial"
 	"github.com/custodian-run/custodian/workflow"
 	"github.com/urfave/cli/v2"
@@ -29,7 +28,7 @@ func trialSetupCommand(reg *workflow.Registry) *cli.Command {
 		Name:      "setup",
 		Usage:     "create and start a run of the trial definition; prints run: DIR first",
 		ArgsUsage: "SCENARIO [--run DIR] [--launch KEY=VALUE]... [--hold SECONDS]",
-		Description: "SCENARIO is one of: " + strings.Join(definitions.Scenarios, ", ") + ".\n" +
+		Description: "SCENARIO is one of: " + strings.Join(trial.Scenarios, ", ") + ".\n" +
 			"Without --run, the run gets a random name under runs/ that tells nothing of its scenario.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "run", Usage: "the run `DIR`, new or empty", TakesFile: true},
@@ -49,12 +48,11 @@ func trialSetupCommand(reg *workflow.Registry) *cli.Command {
 				return fmt.Errorf("trial setup: find this binary: %w", err)
 			}
 			dir, err := trial.Setup(reg, trial.SetupOptions{
-				Scenario:  args[0],
-				Scenarios: definitions.Scenarios,
-				Dir:       c.String("run"),
-				Launch:    launch,
-				Hold:      c.Int("hold"),
-				Binary:    binary,
+				Scenario: args[0],
+				Dir:      c.String("run"),
+				Launch:   launch,
+				Hold:     c.Int("hold"),
+				Binary:   binary,
 			})
 			if err != nil {
 				return err
@@ -71,7 +69,7 @@ func trialDemoCommand(reg *workflow.Registry) *cli.Command {
 		Usage:     "set up a trial run and drive it with the scripted agent, printing each round",
 		ArgsUsage: "[--scenario SCENARIO] [--run DIR]",
 		Description: "Every command of the demo runs in a process of its own, through this binary.\n" +
-			"SCENARIO is one of: " + strings.Join(definitions.Scenarios, ", ") + "; the default is clean.",
+			"SCENARIO is one of: " + strings.Join(trial.Scenarios, ", ") + "; the default is clean.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "scenario", Usage: "the course to show, `SCENARIO`", DefaultText: "clean"},
 			&cli.StringFlag{Name: "run", Usage: "the run `DIR`, new or empty", TakesFile: true},
@@ -82,9 +80,8 @@ func trialDemoCommand(reg *workflow.Registry) *cli.Command {
 				return fmt.Errorf("trial demo: find this binary: %w", err)
 			}
 			return trial.Demo(c.App.Writer, reg, binary, trial.DemoOptions{
-				Scenario:  c.String("scenario"),
-				Scenarios: definitions.Scenarios,
-				Dir:       c.String("run"),
+				Scenario: c.String("scenario"),
+				Dir:      c.String("run"),
 			})
 		}),
 	}

@@ -1,4 +1,4 @@
-package definitions
+package trial
 
 import (
 	"encoding/json"
@@ -14,15 +14,38 @@ import (
 	"github.com/custodian-run/custodian/workflow"
 )
 
+// DefinitionName is the name the trial definition is registered under.
+const DefinitionName = "trial"
+
 // Scenarios of the trial definition, each a course of the loop that a real
 // harness (and the end-to-end tests) must get through.
 var Scenarios = []string{"clean", "retry", "problem", "stop", "stop-only", "parameters", "uncertain", "busy"}
 
-// Trial is the definition that tries the loop instruction in real harnesses
-// and tests the whole path end to end. Its parameter scenario picks a course;
-// see docs/trial.md.
-var Trial = &workflow.Definition{
-	Name: "trial",
+// DefaultHold is how many seconds the busy scenario's step holds the run's
+// lock when the run's parameter hold does not say.
+const DefaultHold = 90
+
+// The marker files beside a run directory that steer the trial definition.
+// They lie outside the run, where no job owns a path: the scenario's setup
+// places them, and the definition removes each when it acts on it.
+
+// InterruptMarker is <run>.interrupt: while it exists, the uncertain
+// scenario's publish effect ends the process halfway.
+func InterruptMarker(runDir string) string { return runDir + ".interrupt" }
+
+// HoldMarker is <run>.hold: while it exists, the busy scenario's step holds
+// the run's lock.
+func HoldMarker(runDir string) string { return runDir + ".hold" }
+
+// HoldLog is <run>.hold.log, where setup sends the output of the busy
+// scenario's holding step.
+func HoldLog(runDir string) string { return runDir + ".hold.log" }
+
+// Definition is the trial definition: it tries the loop instruction in real
+// harnesses and tests the whole path end to end. Its parameter scenario picks
+// a course; see docs/trial.md.
+var Definition = &workflow.Definition{
+	Name: DefinitionName,
 	Doc: "tries the agent orchestrator's loop: two lenses on a text, reconciled (scenarios: " +
 		strings.Join(Scenarios, ", ") + ")",
 	Limits: func(p workflow.Params) workflow.Limits {
@@ -114,7 +137,7 @@ func publish(ctx *workflow.Context, published string) error {
 	if err := os.WriteFile(filepath.Join(published, "reconciled.md"), data, 0o644); err != nil {
 		return err
 	}
-	marker := ctx.RunDir() + ".interrupt"
+	marker := InterruptMarker(ctx.RunDir())
 	if _, err := os.Stat(marker); err == nil {
 		if err := os.Remove(marker); err != nil {
 			return err
@@ -145,13 +168,14 @@ func recognizePublished(published string) (workflow.Recognition, error) {
 // <run>.hold exists, so that the busy scenario can show a second process
 // being refused. The marker is removed first, so the hold happens once.
 func holdIfMarked(ctx *workflow.Context) error {
-	marker := ctx.RunDir() + ".hold"
+	marker := HoldMarker(ctx.RunDir())
 	if _, err := os.Stat(marker); err != nil {
 		return nil
 	}
-	seconds, err := strconv.Atoi(ctx.Params().Get("hold", "90"))
+	hold := ctx.Params().Get("hold", strconv.Itoa(DefaultHold))
+	seconds, err := strconv.Atoi(hold)
 	if err != nil || seconds < 0 {
-		return fmt.Errorf("parameter hold is not a whole number of seconds: %q", ctx.Params().Get("hold", "90"))
+		return fmt.Errorf("parameter hold is not a whole number of seconds: %q", hold)
 	}
 	if err := os.Remove(marker); err != nil {
 		return err

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/custodian-run/custodian/shell"
+	"github.com/custodian-run/custodian/cmd/custodian/shell"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
