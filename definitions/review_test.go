@@ -117,7 +117,7 @@ func TestReviewWithoutPaperBlocksOnWorkflowForARepair(t *testing.T) {
 		"done",
 	}, tr.Course())
 	require.Len(t, tr.Reports, 1)
-	assert.Equal(t, trial.Report{Event: workflow.EventRepair, Text: "put paper.md in place"}, tr.Reports[0])
+	assert.Equal(t, trial.Report{Event: workflow.ReportRepair, Text: "put paper.md in place"}, tr.Reports[0])
 	record := readText(t, tr.Steps[0].Blocks[0].Record)
 	assert.Contains(t, record, "the paper to review")
 }
@@ -130,7 +130,7 @@ func TestReviewWithoutPublishDirectoryStops(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"blocked workflow:workflow-stop:stop"}, tr.Course())
 	require.Len(t, tr.Reports, 1)
-	assert.Equal(t, workflow.EventStop, tr.Reports[0].Event)
+	assert.Equal(t, workflow.ReportStop, tr.Reports[0].Event)
 	assert.Contains(t, tr.Final.Blocks[0].Reason, "parameter publish")
 
 	// The stop stands at every later step until the operator releases it.

@@ -109,10 +109,10 @@ func TestLoopUsesPlaceholdersOnly(t *testing.T) {
 
 func TestLoopNamesEveryExitCodeAndEvent(t *testing.T) {
 	body := loopBody(t)
-	for _, code := range []int{shell.ExitOK, shell.ExitFailed, shell.ExitUsage, shell.ExitBusy, shell.ExitUntrusted, shell.ExitDefinition} {
+	for _, code := range []int{workflow.ExitOK, workflow.ExitFailed, workflow.ExitUsage, workflow.ExitBusy, workflow.ExitUntrusted, workflow.ExitDefinition} {
 		assert.Contains(t, body, fmt.Sprintf("- `%d`: ", code), "exit code %d", code)
 	}
-	for _, event := range workflow.Events {
+	for _, event := range workflow.ReportEvents {
 		assert.Contains(t, body, "custodian report RUN "+event+" ", "event %s", event)
 	}
 	for _, kind := range []workflow.Kind{workflow.KindLaunch, workflow.KindBlocked, workflow.KindUncertain, workflow.KindDone} {
@@ -126,7 +126,7 @@ func custodian(t *testing.T, args ...string) string {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	code := shell.Main(definitions.Builtin(), append([]string{"custodian"}, args...), &stdout, &stderr)
-	require.Equal(t, shell.ExitOK, code, "custodian %s: %s", strings.Join(args, " "), stderr.String())
+	require.Equal(t, workflow.ExitOK, code, "custodian %s: %s", strings.Join(args, " "), stderr.String())
 	return stdout.String()
 }
 

@@ -14,13 +14,14 @@ import (
 	"syscall"
 )
 
-// WriteRecord writes a prompt file or a block record at rel, a path relative
-// to the run directory that lies in the state directory. label names the
+// WriteText writes a prompt file or a block record at rel, a path relative
+// to the run directory that lies in the state directory. Both are text for
+// people and workers, written once at a path of their own. label names the
 // write point for crash tests.
-func (r *Run) WriteRecord(label, rel string, data []byte) error {
+func (r *Run) WriteText(label, rel string, data []byte) error {
 	inside, ok := strings.CutPrefix(rel, StateDir+"/")
 	if !ok {
-		return fmt.Errorf("write record %s: it is not in %s/", rel, StateDir)
+		return fmt.Errorf("write %s: it is not in %s/", rel, StateDir)
 	}
 	return writeFile(label, r.path(filepath.FromSlash(inside)), data)
 }

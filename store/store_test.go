@@ -384,15 +384,15 @@ func TestLockIsExclusive(t *testing.T) {
 
 func TestWriteRecordReplacesWhole(t *testing.T) {
 	r := newRun(t)
-	require.NoError(t, r.WriteRecord("block", store.JobBlockPath("a", 1), []byte("first, and longer\n")))
-	require.NoError(t, r.WriteRecord("block", store.JobBlockPath("a", 1), []byte("second\n")))
+	require.NoError(t, r.WriteText("block", store.JobBlockPath("a", 1), []byte("first, and longer\n")))
+	require.NoError(t, r.WriteText("block", store.JobBlockPath("a", 1), []byte("second\n")))
 	assert.Equal(t, "second\n", readFile(t, r.StatePath("jobs", "a", "block-1.md")))
 	entries, err := os.ReadDir(r.StatePath("jobs", "a"))
 	require.NoError(t, err)
 	assert.Len(t, entries, 1, "a temporary file was left beside the record")
 
 	// Records are the engine's: none is written outside the state directory.
-	require.Error(t, r.WriteRecord("block", "a.md", []byte("x\n")))
+	require.Error(t, r.WriteText("block", "a.md", []byte("x\n")))
 	assert.NoFileExists(t, filepath.Join(r.Dir, "a.md"))
 }
 

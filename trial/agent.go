@@ -1,7 +1,6 @@
 package trial
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -90,7 +89,7 @@ func (t Transcript) Course() []string {
 			parts = append(parts, h.Name)
 		}
 		for _, b := range o.Blocks {
-			parts = append(parts, b.Subject+":"+string(b.Kind)+":"+string(b.Permitted))
+			parts = append(parts, b.Subject.String()+":"+string(b.Kind)+":"+string(b.Permitted))
 		}
 		lines = append(lines, strings.Join(parts, " "))
 	}
@@ -190,17 +189,13 @@ func (d *drive) run() error {
 func (d *drive) stepFailed(round int, err error) error {
 	err = fmt.Errorf("round %d: step: %w", round, err)
 	var exit *ExitError
-	if errors.As(err, &exit) && !namedStatus(exit.Status) {
+	if errors.As(err, &exit) && !workflow.Named(exit.Status) {
 		if rerr := d.stop("", fmt.Sprintf("step ended with exit status %d", exit.Status)); rerr != nil {
 			return errors.Join(err, rerr)
 		}
 	}
 	return err
 }
-
-// namedStatus says whether status is one of the exit codes the command
-// reference names; any other comes from a process that ended in an effect.
-func namedStatus(status int) bool { return status >= 0 && status <= 5 }
 
 // launch runs one worker for a hand-out. The worker's whole instruction is
 // its prompt file, so it learns where to write from there; a hand-out that
@@ -217,7 +212,7 @@ func (d *drive) launch(h workflow.Handout) error {
 	switch err := behave(h); {
 	case errors.As(err, &failed):
 		d.logf("worker %s: %v", h.Name, failed)
-		return d.report(workflow.EventLaunchFailed, h.Name, failed.Text)
+		return d.report(workflow.ReportLaunchFailed, h.Name, failed.Text)
 	case err != nil:
 		return fmt.Errorf("worker %s: %w", h.Name, err)
 	}
@@ -264,36 +259,34 @@ func (d *drive) settle(blocks []workflow.Block) (again bool, err error) {
 		}
 	}
 	for _, b := range blocks {
-		if d.Script.Repairs[b.Subject] == nil {
+		if d.Script.Repairs[b.Subject.String()] == nil {
 			return false, d.stop(jobOf(b.Subject), fmt.Sprintf("%s: %s; no change within the repair scope fixes it", b.Subject, b.Reason))
 		}
 	}
 	for _, b := range blocks {
-		changed, err := d.Script.Repairs[b.Subject](d.RunDir, b)
+		changed, err := d.Script.Repairs[b.Subject.String()](d.RunDir, b)
 		if err != nil {
 			return false, fmt.Errorf("repair %s: %w", b.Subject, err)
 		}
 		d.logf("repair %s: %s", b.Subject, changed)
-		if err := d.report(workflow.EventRepair, jobOf(b.Subject), changed); err != nil {
+		if err := d.report(workflow.ReportRepair, jobOf(b.Subject), changed); err != nil {
 			return false, err
 		}
 	}
 	return true, nil
 }
 
-// jobOf returns subject when it names a job, and "" for the workflow and
-// for effects, which a report may not name with --job.
-func jobOf(subject string) string {
-	if subject == "workflow" || strings.HasPrefix(subject, effectPrefix) {
-		return ""
-	}
-	return subject
+// jobOf returns the job a subject names, and "" for the workflow and for
+// effects, which a report may not name with --job.
+func jobOf(subject workflow.Subject) string {
+	job, _ := subject.Job()
+	return job
 }
 
 func uncertainReason(out workflow.Outcome) string {
 	names := make([]string, 0, len(out.Effects))
 	for _, e := range out.Effects {
-		names = append(names, effectPrefix+e.Name)
+		names = append(names, workflow.EffectSubject(e.Name).String())
 	}
 	return "it is uncertain whether " + strings.Join(names, ", ") + " took place"
 }
@@ -301,7 +294,7 @@ func uncertainReason(out workflow.Outcome) string {
 // stop reports that the agent stops, naming the job whose block caused it.
 // The report is the whole act, so it is also the whole log line.
 func (d *drive) stop(job, why string) error {
-	return d.report(workflow.EventStop, job, why)
+	return d.report(workflow.ReportStop, job, why)
 }
 
 func (d *drive) report(event, job, text string) error {
@@ -321,56 +314,25 @@ func (d *drive) logf(format string, args ...any) {
 	}
 }
 
-// The lines of a prompt file's "Where to write" section; see "The prompt
-// file" in the design.
-const (
-	writeResultPrefix  = "Write the result to `"
-	writeResultSuffix  = "`."
-	writeProblemPrefix = "If you cannot finish the task, write why to `"
-	writeProblemSuffix = "` instead."
-)
-
 // followPrompt does what a worker does first: it reads its prompt file and
 // finds where to write. A hand-out read from the text form names no paths
 // and gets them here; one that names them must agree with its prompt.
 func followPrompt(h workflow.Handout) (workflow.Handout, error) {
-	f, err := os.Open(h.Prompt)
+	data, err := os.ReadFile(h.Prompt)
 	if err != nil {
 		return h, fmt.Errorf("read the prompt file: %w", err)
 	}
-	defer f.Close()
-	var output, problem string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if p, ok := between(line, writeResultPrefix, writeResultSuffix); ok {
-			output = p
-		}
-		if p, ok := between(line, writeProblemPrefix, writeProblemSuffix); ok {
-			problem = p
+	p, err := workflow.ParsePrompt(data)
+	if err != nil {
+		return h, fmt.Errorf("prompt file %s: %w", h.Prompt, err)
+	}
+	for _, c := range []struct{ handout, prompt, what string }{{h.Output, p.Output, "output"}, {h.Problem, p.Problem, "problem report"}} {
+		if c.handout != "" && c.handout != c.prompt {
+			return h, fmt.Errorf("the hand-out names %s as the %s, its prompt file %s", c.handout, c.what, c.prompt)
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return h, fmt.Errorf("read the prompt file: %w", err)
-	}
-	if output == "" || problem == "" {
-		return h, fmt.Errorf("prompt file %s does not say where to write the result and a problem report", h.Prompt)
-	}
-	for _, p := range []struct{ handout, prompt, what string }{{h.Output, output, "output"}, {h.Problem, problem, "problem report"}} {
-		if p.handout != "" && p.handout != p.prompt {
-			return h, fmt.Errorf("the hand-out names %s as the %s, its prompt file %s", p.handout, p.what, p.prompt)
-		}
-	}
-	h.Output, h.Problem = output, problem
+	h.Output, h.Problem = p.Output, p.Problem
 	return h, nil
-}
-
-func between(s, prefix, suffix string) (string, bool) {
-	rest, ok := strings.CutPrefix(s, prefix)
-	if !ok {
-		return "", false
-	}
-	return strings.CutSuffix(rest, suffix)
 }
 
 // Valid writes an output every trial validator accepts, except the ones

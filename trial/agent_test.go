@@ -242,14 +242,14 @@ func fakeBlocked(blocks ...workflow.Block) fakeStep {
 var fakeDone = fakeStep{out: workflow.Outcome{Kind: workflow.KindDone}}
 
 func repairable(subject string) workflow.Block {
-	return workflow.Block{Subject: subject, Kind: workflow.BlockNoOutput, Reason: "no output, attempt 2 of 2", Permitted: workflow.PermitRepair}
+	return workflow.Block{Subject: workflow.Subject(subject), Kind: workflow.BlockNoOutput, Reason: "no output, attempt 2 of 2", Permitted: workflow.PermitRepair}
 }
 
 func TestAgentFollowsTheLoop(t *testing.T) {
 	var repaired []string
 	repair := func(_ string, b workflow.Block) (string, error) {
-		repaired = append(repaired, b.Subject)
-		return "fixed " + b.Subject, nil
+		repaired = append(repaired, b.Subject.String())
+		return "fixed " + b.Subject.String(), nil
 	}
 	var behaved []string
 	behaviour := func(name string) trial.Behaviour {

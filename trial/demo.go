@@ -63,7 +63,7 @@ func Demo(w io.Writer, reg *workflow.Registry, binary string, opts DemoOptions) 
 // agent reported when it stopped.
 func finalLine(tr Transcript) string {
 	final := string(tr.Final.Kind)
-	if n := len(tr.Reports); n > 0 && tr.Reports[n-1].Event == workflow.EventStop {
+	if n := len(tr.Reports); n > 0 && tr.Reports[n-1].Event == workflow.ReportStop {
 		final += "; the agent stopped: " + tr.Reports[n-1].Text
 	}
 	return final

@@ -95,7 +95,7 @@ func (b *binary) Step() (workflow.Outcome, error) {
 	if b.json {
 		return DecodeOutcome(stdout)
 	}
-	return ParseOutcome(string(stdout))
+	return workflow.ParseOutcome(string(stdout))
 }
 
 func (b *binary) Report(event, job, text string) error {
@@ -143,119 +143,4 @@ func DecodeOutcome(data []byte) (workflow.Outcome, error) {
 		return workflow.Outcome{}, fmt.Errorf("decode step --json output: more than one JSON value")
 	}
 	return out, nil
-}
-
-// The fixed words of the text form; see "What step prints" in the design.
-const (
-	permittedRepair    = "repair within this scope: "
-	permittedStop      = "stop and report to the operator"
-	launchParams       = " launch="
-	effectPrefix       = "effect "
-	alsoPrefix         = "also "
-	noLaunchParameters = "{}"
-)
-
-// ParseOutcome reads what `step RUN` prints, as an agent orchestrator reads
-// it: the outcome word on the first line, then one item per job, block or
-// effect, each a "- " line followed by indented "key: value" lines.
-func ParseOutcome(text string) (workflow.Outcome, error) {
-	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
-	kind := workflow.Kind(lines[0])
-	if !kind.Known() {
-		return workflow.Outcome{}, fmt.Errorf("read step output: the first line: unknown outcome %q", kind)
-	}
-	items, err := parseItems(lines[1:])
-	if err != nil {
-		return workflow.Outcome{}, fmt.Errorf("read step output: %w", err)
-	}
-	out := workflow.Outcome{Kind: kind}
-	for _, it := range items {
-		switch kind {
-		case workflow.KindLaunch:
-			h, err := parseHandout(it.head)
-			if err != nil {
-				return workflow.Outcome{}, fmt.Errorf("read step output: %w", err)
-			}
-			out.Jobs = append(out.Jobs, h)
-		case workflow.KindBlocked:
-			b, err := parseBlock(it)
-			if err != nil {
-				return workflow.Outcome{}, fmt.Errorf("read step output: %w", err)
-			}
-			out.Blocks = append(out.Blocks, b)
-		case workflow.KindUncertain:
-			if rest, ok := strings.CutPrefix(it.head, alsoPrefix); ok {
-				subject, reason, _ := strings.Cut(rest, ": ")
-				out.Blocks = append(out.Blocks, workflow.Block{Subject: subject, Reason: reason, Record: it.fields["record"]})
-				continue
-			}
-			rest, ok := strings.CutPrefix(it.head, effectPrefix)
-			if !ok {
-				return workflow.Outcome{}, fmt.Errorf("read step output: %q names neither an effect nor another block", it.head)
-			}
-			name, detail, _ := strings.Cut(rest, ": ")
-			out.Effects = append(out.Effects, workflow.EffectState{Name: name, Detail: detail})
-		case workflow.KindDone:
-			return workflow.Outcome{}, fmt.Errorf("read step output: done is followed by %q", it.head)
-		}
-	}
-	return out, nil
-}
-
-// item is one "- " line of the text form and the indented lines under it.
-type item struct {
-	head   string            // the "- " line without its dash
-	fields map[string]string // "  key: value" lines
-}
-
-func parseItems(lines []string) ([]item, error) {
-	var items []item
-	for _, line := range lines {
-		if head, ok := strings.CutPrefix(line, "- "); ok {
-			items = append(items, item{head: head, fields: map[string]string{}})
-			continue
-		}
-		field, ok := strings.CutPrefix(line, "  ")
-		key, value, found := strings.Cut(field, ": ")
-		if !ok || !found || len(items) == 0 {
-			return nil, fmt.Errorf("line %q is neither an item nor a field of one", line)
-		}
-		items[len(items)-1].fields[key] = value
-	}
-	return items, nil
-}
-
-// parseHandout reads "<name>: `<prompt>`" with an optional " launch=<json>".
-func parseHandout(head string) (workflow.Handout, error) {
-	name, rest, ok := strings.Cut(head, ": `")
-	prompt, params, closed := strings.Cut(rest, "`")
-	if !ok || !closed || name == "" || prompt == "" {
-		return workflow.Handout{}, fmt.Errorf("launch line %q does not name a job and its prompt file", head)
-	}
-	launch := noLaunchParameters
-	if params != "" {
-		p, ok := strings.CutPrefix(params, launchParams)
-		if !ok || !json.Valid([]byte(p)) {
-			return workflow.Handout{}, fmt.Errorf("launch line %q: %q is not launch=<JSON>", head, params)
-		}
-		launch = p
-	}
-	return workflow.Handout{Name: name, Prompt: prompt, Launch: json.RawMessage(launch)}, nil
-}
-
-func parseBlock(it item) (workflow.Block, error) {
-	subject, reason, ok := strings.Cut(it.head, ": ")
-	if !ok {
-		return workflow.Block{}, fmt.Errorf("block line %q does not name a subject and a reason", it.head)
-	}
-	b := workflow.Block{Subject: subject, Reason: reason, Record: it.fields["record"]}
-	permitted := it.fields["permitted"]
-	if scope, ok := strings.CutPrefix(permitted, permittedRepair); ok {
-		b.Permitted, b.Scope = workflow.PermitRepair, scope
-	} else if permitted == permittedStop {
-		b.Permitted = workflow.PermitStop
-	} else {
-		return workflow.Block{}, fmt.Errorf("block on %s: permitted %q is neither a repair nor a stop", subject, permitted)
-	}
-	return b, nil
 }

@@ -219,22 +219,3 @@ func TestBinaryTextReadsWhatStepPrints(t *testing.T) {
 		})
 	}
 }
-
-func TestParseOutcomeRefusesAnotherFormat(t *testing.T) {
-	cases := map[string]string{
-		"no outcome word":            "",
-		"an unknown word":            "finished\n",
-		"a line outside an item":     "blocked\n  record: /abs/run/x.md\n",
-		"a launch without prompt":    "launch\n- claims: prompt-1.md\n",
-		"launch parameters not JSON": "launch\n- claims: `/p.md` launch={model}\n",
-		"an unknown permission":      "blocked\n- claims: no output\n  record: /r.md\n  permitted: anything\n",
-		"done with items":            "done\n- claims: x\n",
-		"uncertain without effect":   "uncertain\n- claims: no output\n",
-	}
-	for name, text := range cases {
-		t.Run(name, func(t *testing.T) {
-			_, err := trial.ParseOutcome(text)
-			require.Error(t, err)
-		})
-	}
-}

@@ -16,7 +16,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/custodian-run/custodian/store"
 	"github.com/custodian-run/custodian/workflow"
 )
 
@@ -175,8 +174,8 @@ func setupDir(dir string) (string, error) {
 	case len(entries) == 0:
 		return abs, nil
 	}
-	if _, err := os.Stat(filepath.Join(abs, store.StateDir, "run.json")); err == nil {
-		return "", fmt.Errorf("trial setup %s: %w", abs, store.ErrExists)
+	if _, err := os.Stat(filepath.Join(abs, workflow.StateDir, "run.json")); err == nil {
+		return "", fmt.Errorf("trial setup %s: %w", abs, workflow.ErrExists)
 	}
 	return "", &workflow.RefusedError{
 		Reason: fmt.Sprintf("trial setup: %s is not empty", abs),

@@ -9,35 +9,6 @@ import (
 	"github.com/custodian-run/custodian/store"
 )
 
-// Recognition is what a recognizer establishes about an effect whose start
-// was journaled and whose completion was not.
-type Recognition int
-
-// What a recognizer can establish.
-const (
-	// Unknown: neither can be established, e.g. a publish that went part way.
-	Unknown Recognition = iota
-	// Completed: the effect took place in full.
-	Completed
-	// Absent: nothing took place, so running it is safe.
-	Absent
-)
-
-func (r Recognition) String() string {
-	switch r {
-	case Completed:
-		return "completed"
-	case Absent:
-		return "absent"
-	default:
-		return "unknown"
-	}
-}
-
-// Recognizer looks at the world after a process ended inside an effect and
-// says what took place. An error means it could not tell.
-type Recognizer func() (Recognition, error)
-
 // EffectOption configures an effect.
 type EffectOption func(*effectSpec)
 
@@ -86,22 +57,22 @@ func (c *Context) Effect(name string, do func() error, opts ...EffectOption) {
 		r.stopOn(fmt.Errorf("effect %s: %w", name, err))
 	}
 	prev := r.effects[name]
-	rec := prev
-	if rec != nil && rec.Status == store.EffectStarted {
+	j := prev
+	if j != nil && j.Status == store.EffectStarted {
 		recognition, why := recognize(e.recognize)
 		switch recognition {
 		case Completed:
-			rec.Status, rec.At, rec.By = store.EffectCompleted, store.Now(), "recognizer"
-			r.save(r.store.SaveEffect("effect-recognized", rec))
+			j.Status, j.At, j.By = store.EffectCompleted, store.Now(), "recognizer"
+			r.save(r.journal("effect-recognized", j))
 		case Absent:
-			rec = nil
+			j = nil
 		default:
 			r.uncertain = append(r.uncertain, EffectState{Name: name,
 				Detail: "the effect started and its completion was not recorded; " + why})
 			r.endPath()
 		}
 	}
-	if rec == nil || rec.Status == store.EffectAbsent {
+	if j == nil || j.Status == store.EffectAbsent {
 		if len(r.uncertain) > 0 || len(r.effectBlocks) > 0 {
 			// The step stops the run on another effect's account: no new
 			// effect starts before the operator has settled that one.
@@ -110,12 +81,12 @@ func (c *Context) Effect(name string, do func() error, opts ...EffectOption) {
 		r.runEffect(e, prev, current, do)
 		return
 	}
-	if rec.State != digestFiles(current) {
+	if j.State != digestFiles(current) {
 		// What follows was built on the effect as it took place; code
 		// cannot go past it until its inputs are restored or it is resolved.
 		r.effectBlocks = append(r.effectBlocks, effectBlock{name: name, kind: BlockEffectInputsChanged,
 			reason: "the effect is completed and its inputs have changed since: " + strings.Join(changes(
-				store.Inputs{Files: rec.Inputs}, store.Inputs{Files: current}), ", "),
+				store.Inputs{Files: j.Inputs}, store.Inputs{Files: current}), ", "),
 			inputs: e.inputs})
 		r.endPath()
 	}
@@ -146,20 +117,20 @@ func (r *replay) declareEffect(e *effectSpec) error {
 // journal write is atomic and happens at once, not at the step's commit,
 // because the process may end inside do.
 func (r *replay) runEffect(e *effectSpec, prev *store.Effect, current []store.FileHash, do func() error) {
-	rec := &store.Effect{Name: e.name, Status: store.EffectStarted, Inputs: current,
+	j := &store.Effect{Name: e.name, Status: store.EffectStarted, Inputs: current,
 		State: digestFiles(current), Required: true, At: store.Now(), By: "step"}
 	if prev != nil {
-		rec.Runs = prev.Runs
+		j.Runs = prev.Runs
 	}
-	rec.Runs++
-	r.save(r.store.SaveEffect("effect-started", rec))
-	r.effects[e.name] = rec
+	j.Runs++
+	r.save(r.journal("effect-started", j))
+	r.effects[e.name] = j
 	if f := r.callEffect(e.name, do); f != nil {
 		r.fail(*f)
 		r.endPath()
 	}
-	rec.Status, rec.At = store.EffectCompleted, store.Now()
-	r.save(r.store.SaveEffect("effect-completed", rec))
+	j.Status, j.At = store.EffectCompleted, store.Now()
+	r.save(r.journal("effect-completed", j))
 }
 
 // callEffect runs do and turns an error or a panic into a failure counted at
@@ -194,28 +165,6 @@ func (r *replay) save(err error) {
 	}
 }
 
-// recognize asks a recognizer, turning its absence, its failure or a panic
-// into Unknown with the reason.
-func recognize(rec Recognizer) (result Recognition, why string) {
-	if rec == nil {
-		return Unknown, "the definition gives no recognizer"
-	}
-	defer func() {
-		if v := recover(); v != nil {
-			result, why = Unknown, fmt.Sprintf("the recognizer failed: %v", v)
-		}
-	}()
-	got, err := rec()
-	switch {
-	case err != nil:
-		return Unknown, "the recognizer failed: " + err.Error()
-	case got == Completed || got == Absent:
-		return got, ""
-	default:
-		return Unknown, "the recognizer could not establish whether it took place"
-	}
-}
-
 // filesState hashes declared files the way input states do.
 func filesState(runDir string, keys []string, hs *hashes) ([]store.FileHash, error) {
 	in, err := inputState(runDir, &spec{inputs: keys}, hs)
@@ -234,4 +183,36 @@ type effectBlock struct {
 	kind   BlockKind
 	reason string
 	inputs []string
+}
+
+// checkUnreached holds the definition, which ran to its end, to the effects
+// it did not reach in this step: an effect stays owed after the definition
+// stops calling it. A started one is uncertain, since its recognizer lives
+// at the call site that is no longer reached; a completed one that is still
+// required blocks, permitting only stopping, until the operator resolves it.
+func (r *replay) checkUnreached() []string {
+	var unreached []string
+	for _, name := range store.EffectNames(r.effects) {
+		e := r.effects[name]
+		if r.reached[name] {
+			continue
+		}
+		switch {
+		case e.Status == store.EffectStarted:
+			r.uncertain = append(r.uncertain, EffectState{Name: name,
+				Detail: "the effect started, its completion was not recorded, and the definition no longer reaches it"})
+		case e.Status == store.EffectCompleted && e.Required:
+			unreached = append(unreached, name)
+			var inputs []string
+			for _, f := range e.Inputs {
+				inputs = append(inputs, f.Path)
+			}
+			r.effectBlocks = append(r.effectBlocks, effectBlock{name: name, kind: BlockEffectUnreached,
+				reason: "the effect is completed and the definition no longer reaches it", inputs: inputs})
+		}
+	}
+	if unreached == nil {
+		unreached = []string{}
+	}
+	return unreached
 }

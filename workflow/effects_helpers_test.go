@@ -222,9 +222,9 @@ func effectBlocksBySubject(t *testing.T, blocks []workflow.Block) map[string]wor
 	t.Helper()
 	by := map[string]workflow.Block{}
 	for _, b := range blocks {
-		_, dup := by[b.Subject]
+		_, dup := by[string(b.Subject)]
 		require.False(t, dup, "two blocks on %s", b.Subject)
-		by[b.Subject] = b
+		by[string(b.Subject)] = b
 	}
 	return by
 }

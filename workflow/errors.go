@@ -3,6 +3,8 @@ package workflow
 import (
 	"errors"
 	"fmt"
+
+	"github.com/custodian-run/custodian/store"
 )
 
 var (
@@ -21,7 +23,26 @@ var (
 	// ErrStop is what a definition returns, wrapped, to stop its run when no
 	// repair within scope can help. Make one with Stopf.
 	ErrStop = errors.New("the definition stopped the run")
+
+	// ErrUsage means a command line was malformed. A UsageError wraps it.
+	ErrUsage = errors.New("malformed arguments")
+
+	// ErrBusy means another process holds the run's lock.
+	ErrBusy = store.ErrBusy
+
+	// ErrNotRun means a directory holds no run.
+	ErrNotRun = store.ErrNotRun
+
+	// ErrUntrusted means a record of the run exists but cannot be trusted.
+	ErrUntrusted = store.ErrUntrusted
+
+	// ErrExists means a run was already started in a directory.
+	ErrExists = store.ErrExists
 )
+
+// StateDir is the name of a run's state directory, where the engine keeps
+// its records. No job may own a path in it.
+const StateDir = store.StateDir
 
 // DefinitionError is a rule the definition broke, found while replaying it.
 type DefinitionError struct {
@@ -52,17 +73,16 @@ func refused(hint, format string, args ...any) error {
 	return &RefusedError{Reason: fmt.Sprintf(format, args...), Hint: hint}
 }
 
-// Hint returns the advice an error carries for the person or program that
-// made the request, or "".
-func Hint(err error) string {
-	var h interface{ hint() string }
-	if errors.As(err, &h) {
-		return h.hint()
-	}
-	return ""
+// UsageError is a malformed command line, with what would be right.
+type UsageError struct {
+	Message string
+	Hint    string // the usage that is right, or what to do; may be empty
 }
 
-func (e *RefusedError) hint() string { return e.Hint }
+func (e *UsageError) Error() string { return e.Message }
+
+// Unwrap returns ErrUsage.
+func (e *UsageError) Unwrap() error { return ErrUsage }
 
 // stopError is a stop raised by the definition.
 type stopError struct{ reason string }

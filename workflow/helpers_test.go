@@ -224,9 +224,9 @@ func blocksBySubject(t *testing.T, out workflow.Outcome) map[string]workflow.Blo
 	t.Helper()
 	bySubject := map[string]workflow.Block{}
 	for _, b := range out.Blocks {
-		_, dup := bySubject[b.Subject]
+		_, dup := bySubject[string(b.Subject)]
 		require.False(t, dup, "two blocks on %s", b.Subject)
-		bySubject[b.Subject] = b
+		bySubject[string(b.Subject)] = b
 	}
 	return bySubject
 }

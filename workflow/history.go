@@ -7,12 +7,10 @@ import (
 	"github.com/custodian-run/custodian/store"
 )
 
-// commitState commits a command: it writes the command's history, with what
-// the effect journals show that the history has not recorded yet, and then
-// state.json, whose rename counts that history as committed. A process that
-// ends in between leaves a history file numbered past the state's count,
-// which is not history and which the next command replaces.
-func (o *Orchestrator) commitState(label string, st *store.State, effects map[string]*store.Effect, events []store.Event) error {
+// sealHistory completes a command's history: it adds what the effect
+// journals show that the history has not recorded yet, counts the command
+// in st, and dates and numbers every event.
+func sealHistory(st *store.State, effects map[string]*store.Effect, events []store.Event) []store.Event {
 	events = append(events, effectEvents(st, effects)...)
 	st.Seq++
 	now := store.Now()
@@ -22,6 +20,14 @@ func (o *Orchestrator) commitState(label string, st *store.State, effects map[st
 			events[i].At = now
 		}
 	}
+	return events
+}
+
+// commit commits a command whose history is sealed: it writes the history
+// and then state.json, whose rename counts that history as committed. A
+// process that ends in between leaves a history file numbered past the
+// state's count, which is not history and which the next command replaces.
+func (o *Orchestrator) commit(label string, st *store.State, events []store.Event) error {
 	if err := o.run.WriteHistory(st.Seq, events); err != nil {
 		return err
 	}
@@ -76,7 +82,7 @@ func (o *Orchestrator) stepEvents(out Outcome, events []store.Event) []store.Eve
 	all := []store.Event{{Type: store.EventStep, Text: string(out.Kind), Outcome: data}}
 	all = append(all, events...)
 	for _, b := range out.Blocks {
-		all = append(all, store.Event{Type: store.EventBlock, Subject: b.Subject, Kind: string(b.Kind), Text: b.Reason + " (permits " + string(b.Permitted) + ")", Path: o.run.Rel(b.Record)})
+		all = append(all, store.Event{Type: store.EventBlock, Subject: string(b.Subject), Kind: string(b.Kind), Text: b.Reason + " (permits " + string(b.Permitted) + ")", Path: o.run.Rel(b.Record)})
 	}
 	return all
 }

@@ -93,7 +93,7 @@ var historyDef = &workflow.Definition{Name: "history", Run: func(ctx *workflow.C
 // event exactly once, in order, each with its step.
 func TestHistoryOfAScriptedRun(t *testing.T) {
 	h := startRun(t, historyDef, map[string]string{"source.md": "text\n", "release.md": "v1\n"})
-	_, err := h.o.Report(workflow.EventLaunchFailed, "", "before any step")
+	_, err := h.o.Report(workflow.ReportLaunchFailed, "", "before any step")
 	require.NoError(t, err)
 
 	// 1: both handed out. a writes an invalid output; notes cannot find its input.
@@ -101,7 +101,7 @@ func TestHistoryOfAScriptedRun(t *testing.T) {
 	// 2: notes blocks on its problem report; a's refusal is counted.
 	h.blocked()
 	h.write("incoming.md", "the notes\n")
-	_, err = h.o.Report(workflow.EventRepair, "notes", "put incoming.md in place")
+	_, err = h.o.Report(workflow.ReportRepair, "notes", "put incoming.md in place")
 	require.NoError(t, err)
 	// 3: both handed out again; a's refused output is moved aside.
 	h.work(h.launch("a", "notes"), map[string]reply{"a": {output: invalidText}})
@@ -112,7 +112,7 @@ func TestHistoryOfAScriptedRun(t *testing.T) {
 	h.work(h.launch("a"), map[string]reply{"a": {output: invalidText}})
 	// 7: a is stopped.
 	require.Equal(t, workflow.PermitStop, h.blocked()["a"].Permitted)
-	_, err = h.o.Report(workflow.EventStop, "a", "a stopped")
+	_, err = h.o.Report(workflow.ReportStop, "a", "a stopped")
 	require.NoError(t, err)
 	require.NoError(t, h.o.Release("a"))
 	// 8: a is handed out once more, and its output is valid.
@@ -354,7 +354,7 @@ func TestHistoryPlacesReportsAfterTheirCommand(t *testing.T) {
 	h := startRun(t, oneJob(job("a")), source)
 	report := func(text string) {
 		t.Helper()
-		_, err := h.o.Report(workflow.EventLaunchFailed, "", text)
+		_, err := h.o.Report(workflow.ReportLaunchFailed, "", text)
 		require.NoError(t, err)
 	}
 	report("zero")

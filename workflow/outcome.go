@@ -81,7 +81,7 @@ const (
 
 // Block is what code cannot get past, and what it permits.
 type Block struct {
-	Subject   string     `json:"subject"` // a job name, "workflow", or "effect NAME"
+	Subject   Subject    `json:"subject"`
 	Kind      BlockKind  `json:"kind"`
 	Reason    string     `json:"reason"`
 	Record    string     `json:"record"` // absolute path of the block record
@@ -121,8 +121,8 @@ func (o Outcome) MarshalJSON() ([]byte, error) {
 	}
 }
 
-// Known says whether k is one of the four outcomes.
-func (k Kind) Known() bool {
+// known says whether k is one of the four outcomes.
+func (k Kind) known() bool {
 	switch k {
 	case KindUncertain, KindBlocked, KindLaunch, KindDone:
 		return true
@@ -145,7 +145,7 @@ func (o *Outcome) UnmarshalJSON(data []byte) error {
 	if err := dec.Decode(&v); err != nil {
 		return err
 	}
-	if !v.Outcome.Known() {
+	if !v.Outcome.known() {
 		return fmt.Errorf("unknown outcome %q", v.Outcome)
 	}
 	*o = Outcome{Kind: v.Outcome, Jobs: nilIfEmpty(v.Jobs), Blocks: nilIfEmpty(v.Blocks), Effects: nilIfEmpty(v.Effects)}

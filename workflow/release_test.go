@@ -91,7 +91,7 @@ func TestOnlyAStoppedSubjectIsReleased(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := h.o.Release(tc.subject)
+			err := h.o.Release(workflow.Subject(tc.subject))
 			assert.ErrorIs(t, err, workflow.ErrRefused)
 			assert.Equal(t, string(before), string(h.stateBytes()), "a refused release changed the state")
 		})

@@ -106,7 +106,7 @@ func TestReportNeverAcceptsNorAdvances(t *testing.T) {
 			h.work(h.launch("a"), map[string]reply{"a": {output: tc.output}})
 			before := h.stateBytes()
 
-			for _, event := range workflow.Events {
+			for _, event := range workflow.ReportEvents {
 				_, err := h.o.Report(event, "a", fmt.Sprintf("%s: the job is done, accept it", event))
 				require.NoError(t, err)
 			}

@@ -157,7 +157,7 @@ func TestStatusFollowsAJobThroughRefusalBlockStopAndRelease(t *testing.T) {
 	assert.Nil(t, b.Block)
 	require.NotNil(t, b.LastFailure)
 	assert.Equal(t, "the output was refused by its validator, attempt 2 of 2", b.LastFailure.Reason)
-	assert.Equal(t, []string{"b"}, s.Settled)
+	assert.Equal(t, []workflow.Subject{"b"}, s.Settled)
 	assert.Equal(t, workflow.KindBlocked, s.Last.Outcome.Kind, "the last outcome is the record of step 6")
 	assert.Equal(t, "step: after step 6 the operator released b", s.Agent)
 	assert.Equal(t, statusNothing, s.Operator)
@@ -341,7 +341,7 @@ func TestStatusOfAnEffectWhoseFateIsOpen(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, store.EffectAbsent, s.Effects[0].Status)
 	assert.Equal(t, "operator", s.Effects[0].By)
-	assert.Equal(t, []string{"effect publish"}, s.Settled)
+	assert.Equal(t, []workflow.Subject{"effect publish"}, s.Settled)
 	assert.Equal(t, "step: after step 2 the operator resolved effect publish", s.Agent)
 	assert.Equal(t, statusNothing, s.Operator)
 }

@@ -174,7 +174,7 @@ func (d *scriptDriver) play() {
 		case workflow.KindBlocked:
 			d.settle(out.Blocks)
 		case workflow.KindUncertain:
-			d.report(workflow.EventStop, "", "it is uncertain whether publish took place")
+			d.report(workflow.ReportStop, "", "it is uncertain whether publish took place")
 			d.finishPublication()
 		case workflow.KindDone:
 			if d.revised {
@@ -287,19 +287,19 @@ func (d *scriptDriver) settle(blocks []workflow.Block) {
 	i := slices.IndexFunc(blocks, func(b workflow.Block) bool { return b.Permitted == workflow.PermitStop })
 	if i < 0 {
 		for _, b := range blocks {
-			d.report(workflow.EventRepair, blockJob(b.Subject), "the next worker is told why the last attempt failed")
+			d.report(workflow.ReportRepair, blockJob(string(b.Subject)), "the next worker is told why the last attempt failed")
 		}
 		return
 	}
-	d.report(workflow.EventStop, blockJob(blocks[i].Subject), blocks[i].Reason)
+	d.report(workflow.ReportStop, blockJob(string(blocks[i].Subject)), blocks[i].Reason)
 	for _, b := range blocks[i:] {
 		switch {
 		case b.Permitted != workflow.PermitStop:
 		case b.Subject == "effect publish" && b.Kind == workflow.BlockEffectInputsChanged:
 			d.withdrawPublication()
 			d.operator("resolve", d.dir, "publish", "absent")
-		case blockJob(b.Subject) != "":
-			d.operator("release", d.dir, b.Subject)
+		case blockJob(string(b.Subject)) != "":
+			d.operator("release", d.dir, string(b.Subject))
 		default:
 			require.Failf(d.t, "the script has no answer to a block", "%+v", b)
 		}

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/custodian-run/custodian/cmd/custodian/shell"
 	"github.com/custodian-run/custodian/trial"
 	"github.com/custodian-run/custodian/workflow"
 )
@@ -154,7 +153,7 @@ func (s *session) exec(args ...string) result {
 			s.t.Errorf("custodian %s printed %q, which a transcript would read as a command or a heading", strings.Join(args, " "), line)
 		}
 	}
-	if r.code >= shell.ExitFailed && r.code <= shell.ExitDefinition {
+	if r.code >= workflow.ExitFailed && r.code <= workflow.ExitDefinition {
 		assert.Empty(s.t, r.stdout, "custodian %s failed and printed on stdout", strings.Join(args, " "))
 		for _, line := range strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n") {
 			assert.True(s.t, strings.HasPrefix(line, prog+": "), "custodian %s: stderr line %q does not begin %q", strings.Join(args, " "), line, prog+": ")
@@ -171,7 +170,7 @@ func (s *session) Step() (workflow.Outcome, error) {
 	if r.code != 0 {
 		return workflow.Outcome{}, &trial.ExitError{Args: args, Status: r.code, Stdout: r.stdout, Stderr: r.stderr}
 	}
-	return trial.ParseOutcome(r.stdout)
+	return workflow.ParseOutcome(r.stdout)
 }
 
 // Report runs `custodian report RUN EVENT [--job JOB] --text TEXT` for the
@@ -203,7 +202,7 @@ func (s *session) ending(tr trial.Transcript, err error) string {
 	if err != nil {
 		var exit *trial.ExitError
 		require.ErrorAs(s.t, err, &exit, "the scripted agent could not follow the loop")
-		if exit.Status >= shell.ExitFailed && exit.Status <= shell.ExitDefinition {
+		if exit.Status >= workflow.ExitFailed && exit.Status <= workflow.ExitDefinition {
 			return "the agent ends: it tells the operator what the command printed"
 		}
 		return "the agent stops: it gives the operator the exit status and everything the command printed"
@@ -211,7 +210,7 @@ func (s *session) ending(tr trial.Transcript, err error) string {
 	switch {
 	case tr.Final.Kind == workflow.KindDone:
 		return "the agent ends: it tells the operator that the run is finished"
-	case len(tr.Reports) > 0 && tr.Reports[len(tr.Reports)-1].Event == workflow.EventStop:
+	case len(tr.Reports) > 0 && tr.Reports[len(tr.Reports)-1].Event == workflow.ReportStop:
 		return "the agent stops: it gives the operator the last step output, exactly as printed"
 	}
 	require.Failf(s.t, "the scripted agent ended without a cause", "final outcome %s", tr.Final.Kind)

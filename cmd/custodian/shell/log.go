@@ -6,7 +6,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/custodian-run/custodian/store"
 	"github.com/custodian-run/custodian/workflow"
 	"github.com/urfave/cli/v2"
 )
@@ -34,11 +33,11 @@ func logCommand(reg *workflow.Registry) *cli.Command {
 // printLog writes one line per event: its time, the step it belongs to
 // ("step 3" for the step itself and for what follows it until the next),
 // and what happened. Paths are relative to the run directory.
-func printLog(w io.Writer, events []store.Event) error {
+func printLog(w io.Writer, events []workflow.Event) error {
 	var b strings.Builder
 	for _, e := range events {
 		step := "start"
-		if e.Type != store.EventStart {
+		if e.Type != workflow.EventStart {
 			step = fmt.Sprintf("step %d", e.Step)
 		}
 		fmt.Fprintf(&b, "%s  %-8s  %s\n", e.At, step, describe(e))
@@ -48,31 +47,31 @@ func printLog(w io.Writer, events []store.Event) error {
 }
 
 // describe says what an event records, in words.
-func describe(e store.Event) string {
+func describe(e workflow.Event) string {
 	switch e.Type {
-	case store.EventStart:
+	case workflow.EventStart:
 		return fmt.Sprintf("run of %s started (%s)", e.Subject, e.Text)
-	case store.EventStep:
+	case workflow.EventStep:
 		return "outcome: " + e.Text + uncertainEffects(e)
-	case store.EventHandout:
+	case workflow.EventHandout:
 		return fmt.Sprintf("handed out %s, attempt %d: %s", e.Subject, e.Attempt, e.Path)
-	case store.EventAccept:
+	case workflow.EventAccept:
 		return fmt.Sprintf("accepted %s, attempt %d", e.Subject, e.Attempt)
-	case store.EventRefuse:
+	case workflow.EventRefuse:
 		return fmt.Sprintf("refused %s, attempt %d (%s): %s", e.Subject, e.Attempt, e.Kind, e.Text)
-	case store.EventReopen:
+	case workflow.EventReopen:
 		return fmt.Sprintf("reopened %s: %s", e.Subject, e.Text)
-	case store.EventKeep:
+	case workflow.EventKeep:
 		return fmt.Sprintf("kept %s of %s as %s", e.Text, e.Subject, e.Path)
-	case store.EventBlock:
+	case workflow.EventBlock:
 		return fmt.Sprintf("blocked %s (%s): %s; record %s", e.Subject, e.Kind, e.Text, e.Path)
-	case store.EventEffect:
+	case workflow.EventEffect:
 		return fmt.Sprintf("effect %s %s, run %d, by %s", e.Subject, e.Text, e.Attempt, e.Kind)
-	case store.EventRelease:
+	case workflow.EventRelease:
 		return "released " + e.Subject
-	case store.EventResolve:
+	case workflow.EventResolve:
 		return fmt.Sprintf("resolved effect %s as %s", e.Subject, e.Text)
-	case store.EventReport:
+	case workflow.EventReport:
 		line := fmt.Sprintf("report %d, %s", e.Attempt, e.Kind)
 		if e.Subject != "" {
 			line += " on " + e.Subject
@@ -88,7 +87,7 @@ func describe(e store.Event) string {
 
 // uncertainEffects names, for an uncertain step, the effects whose fate is
 // open and why: no other event of the step says so.
-func uncertainEffects(e store.Event) string {
+func uncertainEffects(e workflow.Event) string {
 	var out workflow.Outcome
 	if e.Text != string(workflow.KindUncertain) || json.Unmarshal(e.Outcome, &out) != nil {
 		return ""

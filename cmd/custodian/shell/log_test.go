@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/custodian-run/custodian/cmd/custodian/shell"
 	"github.com/custodian-run/custodian/workflow"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -15,7 +14,7 @@ import (
 func logOK(t *testing.T, reg *workflow.Registry, args ...string) string {
 	t.Helper()
 	r := run(t, reg, args...)
-	require.Equal(t, shell.ExitOK, r.code, "custodian %v: %s", args, r.stderr)
+	require.Equal(t, workflow.ExitOK, r.code, "custodian %v: %s", args, r.stderr)
 	require.Empty(t, r.stderr)
 	return r.stdout
 }

@@ -17,7 +17,7 @@ func releaseCommand(reg *workflow.Registry) *cli.Command {
 			if err != nil {
 				return err
 			}
-			return o.Release(args[1])
+			return o.Release(workflow.Subject(args[1]))
 		}),
 	}
 }

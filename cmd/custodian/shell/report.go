@@ -13,7 +13,7 @@ func reportCommand(reg *workflow.Registry) *cli.Command {
 		Name:      "report",
 		Usage:     "record what only the agent orchestrator can see",
 		ArgsUsage: "RUN EVENT [--job NAME] [--text TEXT]",
-		Description: "EVENT is one of: " + strings.Join(workflow.Events, ", ") + ".\n" +
+		Description: "EVENT is one of: " + strings.Join(workflow.ReportEvents, ", ") + ".\n" +
 			"A report never advances the run; it appears in the block records.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "job", Usage: "the job the report is about, one that step has handed out"},

@@ -27,9 +27,9 @@ func resolveCommand(reg *workflow.Registry) *cli.Command {
 			if !ok {
 				// Checked before the run is opened: a malformed command line
 				// is one whatever the path names.
-				return &usageError{
-					msg: subject(c) + fmt.Sprintf("%q is not an answer; resolve with completed or absent", args[2]),
-					hint: "the operator establishes whether the effect took place (completed) or not (absent), " +
+				return &workflow.UsageError{
+					Message: subject(c) + fmt.Sprintf("%q is not an answer; resolve with completed or absent", args[2]),
+					Hint: "the operator establishes whether the effect took place (completed) or not (absent), " +
 						"and resolves with that word; until then, leave the run as it is",
 				}
 			}

@@ -16,30 +16,12 @@
 package shell
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"strings"
 
-	"github.com/custodian-run/custodian/store"
 	"github.com/custodian-run/custodian/workflow"
 	"github.com/urfave/cli/v2"
-)
-
-// The exit codes of every command. docs/commands.md gives the same table.
-const (
-	// ExitOK: the command did its work; for step, any outcome.
-	ExitOK = 0
-	// ExitFailed: the request was refused or failed.
-	ExitFailed = 1
-	// ExitUsage: the arguments are malformed.
-	ExitUsage = 2
-	// ExitBusy: another process holds the run's lock.
-	ExitBusy = 3
-	// ExitUntrusted: the directory is not a run, or its records cannot be trusted.
-	ExitUntrusted = 4
-	// ExitDefinition: the definition broke a rule of the engine; its code must change.
-	ExitDefinition = 5
 )
 
 // name prefixes every message, whatever the binary is called.
@@ -109,76 +91,23 @@ func Main(reg *workflow.Registry, args []string, stdout, stderr io.Writer) (code
 		if v := recover(); v != nil {
 			fmt.Fprintf(stderr, "%s: internal error: %v\n", name, v)
 			fmt.Fprintf(stderr, "%s: hint: this is a defect in custodian; give this message to the operator\n", name)
-			code = ExitFailed
+			code = workflow.ExitFailed
 		}
 	}()
 	err := New(reg, stdout, stderr).Run(args)
 	if err == nil {
-		return ExitOK
+		return workflow.ExitOK
 	}
 	fmt.Fprintf(stderr, "%s: %s\n", name, err)
-	if h := hint(err); h != "" {
+	if h := workflow.Hint(err); h != "" {
 		fmt.Fprintf(stderr, "%s: hint: %s\n", name, h)
 	}
-	return exitCode(err)
+	return workflow.ExitCode(err)
 }
-
-// exitCode maps an error to the exit status the docs give for it. An error
-// that is none of the named ones is a refused or failed request.
-func exitCode(err error) int {
-	var malformed *usageError
-	switch {
-	case errors.As(err, &malformed):
-		return ExitUsage
-	case errors.Is(err, store.ErrBusy):
-		return ExitBusy
-	case errors.Is(err, store.ErrNotRun), errors.Is(err, store.ErrUntrusted):
-		return ExitUntrusted
-	case errors.Is(err, workflow.ErrDefinition):
-		return ExitDefinition
-	default:
-		return ExitFailed
-	}
-}
-
-// hint says what the caller can do about err, or "". A refusal of the
-// engine carries its own hint.
-func hint(err error) string {
-	if h := workflow.Hint(err); h != "" {
-		return h
-	}
-	var malformed *usageError
-	switch {
-	case errors.As(err, &malformed):
-		return malformed.hint
-	case errors.Is(err, store.ErrBusy):
-		return "another custodian process is working on this run; do not start a second loop and do not retry on your own: tell the operator"
-	case errors.Is(err, store.ErrUntrusted):
-		return "do not edit anything under " + store.StateDir + "/; give this message to the operator"
-	case errors.Is(err, store.ErrNotRun):
-		return "check the path; start a run with " + name + " start"
-	case errors.Is(err, workflow.ErrDefinition):
-		return "the definition's code must change; give this message to the operator"
-	case errors.Is(err, workflow.ErrUnknownDefinition):
-		return name + " definitions lists the definitions this binary carries"
-	case errors.Is(err, store.ErrExists):
-		return "give a new directory with --run, or leave --run out for a fresh one under runs/"
-	default:
-		return ""
-	}
-}
-
-// usageError is a malformed command line: exit status 2.
-type usageError struct {
-	msg  string
-	hint string
-}
-
-func (e *usageError) Error() string { return e.msg }
 
 // usagef returns a usage error of the command c, with its usage as the hint.
 func usagef(c *cli.Context, format string, args ...any) error {
-	return &usageError{msg: subject(c) + fmt.Sprintf(format, args...), hint: usage(c)}
+	return &workflow.UsageError{Message: subject(c) + fmt.Sprintf(format, args...), Hint: usage(c)}
 }
 
 // subject is "step: " for a message about the step command, and nothing for

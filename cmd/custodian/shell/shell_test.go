@@ -151,7 +151,7 @@ func TestMalformedArgumentsExit2(t *testing.T) {
 			t.Chdir(t.TempDir())
 			before := listing(t, dir)
 			r := custodian(t, tt.args...)
-			requireFailure(t, r, shell.ExitUsage, "")
+			requireFailure(t, r, workflow.ExitUsage, "")
 			assert.Contains(t, r.stderr, "\ncustodian: hint: ")
 			assert.Equal(t, before, listing(t, dir), "a malformed command changed the run")
 			cwd, err := os.ReadDir(".")
@@ -185,12 +185,12 @@ func TestNotARunExits4AndWritesNothing(t *testing.T) {
 			before := listing(t, dir)
 
 			line := append([]string{args[0], dir}, args[1:]...)
-			requireFailure(t, custodian(t, line...), shell.ExitUntrusted, "check the path; start a run with custodian start")
+			requireFailure(t, custodian(t, line...), workflow.ExitUntrusted, "check the path; start a run with custodian start")
 			assert.Equal(t, before, listing(t, dir))
 
 			missing := filepath.Join(dir, "missing")
 			line = append([]string{args[0], missing}, args[1:]...)
-			requireFailure(t, custodian(t, line...), shell.ExitUntrusted, "check the path")
+			requireFailure(t, custodian(t, line...), workflow.ExitUntrusted, "check the path")
 			assert.NoFileExists(t, missing)
 			assert.NoDirExists(t, missing)
 		})
@@ -216,7 +216,7 @@ func TestUntrustedRecordsExit4(t *testing.T) {
 			before := listing(t, dir)
 
 			r := custodian(t, append([]string{tt.args[0], dir}, tt.args[1:]...)...)
-			requireFailure(t, r, shell.ExitUntrusted, "do not edit anything under .custodian/; give this message to the operator")
+			requireFailure(t, r, workflow.ExitUntrusted, "do not edit anything under .custodian/; give this message to the operator")
 			assert.Contains(t, r.stderr, tt.record)
 			assert.Equal(t, before, listing(t, dir))
 		})
@@ -233,7 +233,7 @@ func TestRunWithoutItsStateExits4(t *testing.T) {
 			before := listing(t, dir)
 
 			r := custodian(t, append([]string{args[0], dir}, args[1:]...)...)
-			requireFailure(t, r, shell.ExitUntrusted, "do not edit anything under .custodian/; give this message to the operator")
+			requireFailure(t, r, workflow.ExitUntrusted, "do not edit anything under .custodian/; give this message to the operator")
 			assert.Contains(t, r.stderr, "state.json")
 			assert.Equal(t, before, listing(t, dir))
 		})
@@ -252,7 +252,7 @@ func TestBusyRunExits3(t *testing.T) {
 	for _, args := range [][]string{{"step", dir}, {"report", dir, "repair"}, {"release", dir, "claims"}} {
 		t.Run(args[0], func(t *testing.T) {
 			r := custodian(t, args...)
-			requireFailure(t, r, shell.ExitBusy, "another custodian process is working on this run; do not start a second loop and do not retry on your own: tell the operator")
+			requireFailure(t, r, workflow.ExitBusy, "another custodian process is working on this run; do not start a second loop and do not retry on your own: tell the operator")
 			assert.Contains(t, r.stderr, "busy")
 		})
 	}
@@ -277,7 +277,7 @@ func TestBrokenDefinitionExits5(t *testing.T) {
 	before := listing(t, dir)
 
 	r = run(t, reg, "step", dir)
-	requireFailure(t, r, shell.ExitDefinition, "the definition's code must change; give this message to the operator")
+	requireFailure(t, r, workflow.ExitDefinition, "the definition's code must change; give this message to the operator")
 	assert.Contains(t, r.stderr, "same.md")
 	assert.Equal(t, before, listing(t, dir), "a step that broke a rule changed the run")
 }
@@ -289,7 +289,7 @@ func TestRunOfAnotherBinaryIsRefused(t *testing.T) {
 	before := stateOf(t, dir)
 
 	r := run(t, other, "step", dir)
-	requireFailure(t, r, shell.ExitFailed, "use the binary that started the run")
+	requireFailure(t, r, workflow.ExitFailed, "use the binary that started the run")
 	assert.Equal(t, before, stateOf(t, dir), "a refused step changed the state")
 }
 
@@ -339,7 +339,7 @@ func TestVersionAndHelp(t *testing.T) {
 func TestEnginePanicIsAnInternalError(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	code := shell.Main(nil, []string{"custodian", "definitions"}, &stdout, &stderr)
-	assert.Equal(t, shell.ExitFailed, code)
+	assert.Equal(t, workflow.ExitFailed, code)
 	assert.Contains(t, stderr.String(), "custodian: internal error: ")
 	assert.Contains(t, stderr.String(), "custodian: hint: this is a defect in custodian")
 }

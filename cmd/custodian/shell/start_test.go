@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/custodian-run/custodian/cmd/custodian/shell"
+	"github.com/custodian-run/custodian/workflow"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -73,7 +73,7 @@ func TestStartRefusesAStartedRun(t *testing.T) {
 	before := listing(t, dir)
 
 	r := custodian(t, "start", "trial", "--run", dir, "--param", "scenario=retry")
-	requireFailure(t, r, shell.ExitFailed, "give a new directory with --run")
+	requireFailure(t, r, workflow.ExitFailed, "give a new directory with --run")
 	assert.Contains(t, r.stderr, "already started")
 	assert.Equal(t, before, listing(t, dir))
 	assert.Equal(t, map[string]string{"scenario": "clean"}, runParams(t, dir))
@@ -82,7 +82,7 @@ func TestStartRefusesAStartedRun(t *testing.T) {
 func TestStartRefusesAnUnknownDefinition(t *testing.T) {
 	t.Chdir(t.TempDir())
 	r := custodian(t, "start", "nope")
-	requireFailure(t, r, shell.ExitFailed, "custodian definitions lists the definitions this binary carries")
+	requireFailure(t, r, workflow.ExitFailed, "custodian definitions lists the definitions this binary carries")
 	assert.NoDirExists(t, "runs")
 }
 

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 
 	"github.com/custodian-run/custodian/workflow"
@@ -45,7 +44,8 @@ func statusCommand(reg *workflow.Registry) *cli.Command {
 
 // printStatus writes a status for a person: the run, the last outcome, a
 // line per job and per effect with what stands in their way, and what each
-// party may do now. Paths are absolute, as step prints them.
+// party may do now. Paths are absolute, as step prints them. Everything it
+// prints, workflow.Status decided.
 func printStatus(w io.Writer, s workflow.Status) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "run: %s\n", s.Run)
@@ -55,41 +55,6 @@ func printStatus(w io.Writer, s workflow.Status) error {
 	} else {
 		fmt.Fprintf(&b, "last step: %d, %s, at %s\n", s.Last.Step, s.Last.Outcome.Kind, s.Last.At)
 	}
-	settled := map[string]bool{}
-	for _, subject := range s.Settled {
-		settled[subject] = true
-	}
-	// What the last outcome says of subjects that are not jobs, unless the
-	// operator settled it since.
-	var others []workflow.Block
-	effectBlocks := map[string]workflow.Block{}
-	uncertain := map[string]string{}
-	if s.Last != nil {
-		for _, blk := range s.Last.Outcome.Blocks {
-			_, isJob := jobNamed(s, blk.Subject)
-			name, isEffect := strings.CutPrefix(blk.Subject, "effect ")
-			switch {
-			case isJob || settled[blk.Subject] || blk.Subject == "workflow" && s.Workflow != nil:
-			case isEffect && effectNamed(s, name):
-				effectBlocks[name] = blk
-			default:
-				others = append(others, blk)
-			}
-		}
-		for _, e := range s.Last.Outcome.Effects {
-			if !settled["effect "+e.Name] {
-				uncertain[e.Name] = e.Detail
-			}
-		}
-	}
-	// An uncertain effect has a journal; one without is shown all the same.
-	var unlisted []string
-	for name := range uncertain {
-		if !effectNamed(s, name) {
-			unlisted = append(unlisted, name)
-		}
-	}
-
 	if len(s.Jobs) > 0 {
 		fmt.Fprintln(&b, "jobs:")
 	}
@@ -109,12 +74,11 @@ func printStatus(w io.Writer, s workflow.Status) error {
 	if blk := s.Workflow; blk != nil {
 		printStatusBlock(&b, "workflow: stopped: ", *blk)
 	}
-	for _, blk := range others {
-		printStatusBlock(&b, blk.Subject+": blocked: ", blk)
+	for _, blk := range s.Blocks {
+		printStatusBlock(&b, blk.Subject.String()+": blocked: ", blk)
 	}
-	sort.Strings(unlisted)
-	for _, name := range unlisted {
-		fmt.Fprintf(&b, "effect %s: uncertain: %s\n", name, uncertain[name])
+	for _, e := range s.Uncertain {
+		fmt.Fprintf(&b, "%s: uncertain: %s\n", workflow.EffectSubject(e.Name), e.Detail)
 	}
 	if len(s.Effects) > 0 {
 		fmt.Fprintln(&b, "effects:")
@@ -127,15 +91,15 @@ func printStatus(w io.Writer, s workflow.Status) error {
 		if e.Interrupted {
 			fmt.Fprintln(&b, "  interrupted: its start is journaled and its end is not; a step is inside it, or a process ended inside it")
 		}
-		if detail, ok := uncertain[e.Name]; ok {
-			fmt.Fprintf(&b, "  uncertain: %s\n", detail)
+		if e.Uncertain != "" {
+			fmt.Fprintf(&b, "  uncertain: %s\n", e.Uncertain)
 		}
-		if blk, ok := effectBlocks[e.Name]; ok {
-			printStatusBlock(&b, "  block: ", blk)
+		if blk := e.Block; blk != nil {
+			printStatusBlock(&b, "  block: ", *blk)
 		}
 	}
-	if len(s.Settled) > 0 && s.Last != nil {
-		fmt.Fprintf(&b, "since step %d: the operator %s\n", s.Last.Step, workflow.SettledText(s.Settled))
+	if settled := s.SettledText(); settled != "" {
+		fmt.Fprintf(&b, "since step %d: the operator %s\n", s.Last.Step, settled)
 	}
 	fmt.Fprintf(&b, "agent orchestrator: %s\n", s.Agent)
 	fmt.Fprintf(&b, "operator: %s\n", s.Operator)
@@ -156,24 +120,6 @@ func printStatusBlock(b *strings.Builder, prefix string, blk workflow.Block) {
 	}
 	fmt.Fprintf(b, "%s%s (%s); %s\n", prefix, blk.Reason, blk.Kind, permits)
 	fmt.Fprintf(b, "%srecord: %s\n", indent, blk.Record)
-}
-
-func jobNamed(s workflow.Status, name string) (workflow.JobStatus, bool) {
-	for _, j := range s.Jobs {
-		if j.Name == name {
-			return j, true
-		}
-	}
-	return workflow.JobStatus{}, false
-}
-
-func effectNamed(s workflow.Status, name string) bool {
-	for _, e := range s.Effects {
-		if e.Name == name {
-			return true
-		}
-	}
-	return false
 }
 
 func attempts(n int) string {

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/custodian-run/custodian/cmd/custodian/shell"
 	"github.com/custodian-run/custodian/definitions"
 	"github.com/custodian-run/custodian/workflow"
 	"github.com/gofrs/flock"
@@ -267,15 +266,15 @@ func TestStatusPrintsEffects(t *testing.T) {
 	status := func() string {
 		t.Helper()
 		r := run(t, reg, "status", dir)
-		require.Equal(t, shell.ExitOK, r.code, r.stderr)
+		require.Equal(t, workflow.ExitOK, r.code, r.stderr)
 		return statusUntimed(r.stdout)
 	}
 	step := func() {
 		t.Helper()
 		r := run(t, reg, "step", dir)
-		require.Equal(t, shell.ExitOK, r.code, r.stderr)
+		require.Equal(t, workflow.ExitOK, r.code, r.stderr)
 	}
-	require.Equal(t, shell.ExitOK, run(t, reg, "start", "publishing", "--run", dir).code)
+	require.Equal(t, workflow.ExitOK, run(t, reg, "start", "publishing", "--run", dir).code)
 
 	// The effect began and failed: the workflow is blocked, a repair permitted.
 	step()
@@ -308,7 +307,7 @@ func TestStatusPrintsEffects(t *testing.T) {
 	), status())
 
 	// The operator resolves it; the agent may step again.
-	require.Equal(t, shell.ExitOK, run(t, reg, "resolve", dir, "publish", "completed").code)
+	require.Equal(t, workflow.ExitOK, run(t, reg, "resolve", dir, "publish", "completed").code)
 	assert.Equal(t, lines(
 		"run: "+dir,
 		"definition: publishing (no parameters)",
@@ -376,7 +375,7 @@ func TestStatusAndLogWriteNothingAndAnswerWhileBusy(t *testing.T) {
 			require.NoError(t, err)
 			require.True(t, held)
 			t.Cleanup(func() { _ = lock.Unlock() })
-			requireFailure(t, custodian(t, "step", dir), shell.ExitBusy, "")
+			requireFailure(t, custodian(t, "step", dir), workflow.ExitBusy, "")
 		}
 		for _, args := range [][]string{{"status", dir}, {"status", dir, "--json"}, {"log", dir}} {
 			before := listing(t, dir)
@@ -397,7 +396,7 @@ func TestStatusAndLogOfUntrustedRecordsExit4(t *testing.T) {
 				before := listing(t, dir)
 
 				r := custodian(t, command, dir)
-				requireFailure(t, r, shell.ExitUntrusted, "do not edit anything under .custodian/; give this message to the operator")
+				requireFailure(t, r, workflow.ExitUntrusted, "do not edit anything under .custodian/; give this message to the operator")
 				assert.Contains(t, r.stderr, record)
 				assert.Equal(t, before, listing(t, dir))
 			})
@@ -423,7 +422,7 @@ func TestStatusAndLogMalformedArgumentsExit2(t *testing.T) {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			before := listing(t, dir)
 			r := custodian(t, tt.args...)
-			requireFailure(t, r, shell.ExitUsage, "usage: "+tt.usage)
+			requireFailure(t, r, workflow.ExitUsage, "usage: "+tt.usage)
 			assert.Equal(t, before, listing(t, dir))
 		})
 	}

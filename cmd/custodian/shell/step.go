@@ -3,8 +3,6 @@ package shell
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"strings"
 
 	"github.com/custodian-run/custodian/workflow"
 	"github.com/urfave/cli/v2"
@@ -37,52 +35,7 @@ func stepCommand(reg *workflow.Registry) *cli.Command {
 				_, err = fmt.Fprintf(c.App.Writer, "%s\n", data)
 				return err
 			}
-			return printOutcome(c.App.Writer, out)
+			return out.WriteText(c.App.Writer)
 		}),
 	}
-}
-
-// printOutcome writes the lines of an outcome that docs/commands.md fixes:
-// the outcome word, then what the agent orchestrator acts on. It points at
-// records and never repeats a validator's message.
-func printOutcome(w io.Writer, out workflow.Outcome) error {
-	var b strings.Builder
-	fmt.Fprintln(&b, out.Kind)
-	switch out.Kind {
-	case workflow.KindLaunch:
-		for _, j := range out.Jobs {
-			fmt.Fprintf(&b, "- %s: `%s`", j.Name, j.Prompt)
-			if l := string(j.Launch); l != "" && l != "{}" {
-				fmt.Fprintf(&b, " launch=%s", l)
-			}
-			fmt.Fprintln(&b)
-		}
-	case workflow.KindBlocked:
-		for _, blk := range out.Blocks {
-			printBlock(&b, "", blk)
-			if blk.Permitted == workflow.PermitRepair {
-				fmt.Fprintf(&b, "  permitted: repair within this scope: %s\n", blk.Scope)
-			} else {
-				fmt.Fprintln(&b, "  permitted: stop and report to the operator")
-			}
-		}
-	case workflow.KindUncertain:
-		for _, e := range out.Effects {
-			fmt.Fprintf(&b, "- effect %s: %s\n", e.Name, e.Detail)
-			fmt.Fprintln(&b, "  permitted: stop and report to the operator; the operator establishes what took place")
-		}
-		for _, blk := range out.Blocks {
-			printBlock(&b, "also ", blk)
-		}
-	case workflow.KindDone:
-	default:
-		return fmt.Errorf("step gave an outcome this shell cannot print: %q", out.Kind)
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-func printBlock(b *strings.Builder, prefix string, blk workflow.Block) {
-	fmt.Fprintf(b, "- %s%s: %s\n", prefix, blk.Subject, blk.Reason)
-	fmt.Fprintf(b, "  record: %s\n", blk.Record)
 }

@@ -1,4 +1,4 @@
-package shell
+package workflow_test
 
 import (
 	"strings"
@@ -11,7 +11,7 @@ import (
 
 // The trial definition cannot end uncertain without effects in the engine,
 // so the lines of that outcome are checked on an outcome made here.
-func TestPrintOutcome(t *testing.T) {
+func TestOutcome_WriteText(t *testing.T) {
 	tests := []struct {
 		name string
 		out  workflow.Outcome
@@ -77,14 +77,14 @@ func TestPrintOutcome(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var b strings.Builder
-			require.NoError(t, printOutcome(&b, tt.out))
+			require.NoError(t, tt.out.WriteText(&b))
 			assert.Equal(t, strings.Join(tt.want, "\n")+"\n", b.String())
 		})
 	}
 }
 
-func TestPrintOutcomeRefusesAnUnknownKind(t *testing.T) {
+func TestOutcome_WriteTextRefusesAnUnknownKind(t *testing.T) {
 	var b strings.Builder
-	require.Error(t, printOutcome(&b, workflow.Outcome{Kind: "maybe"}))
+	require.Error(t, workflow.Outcome{Kind: "maybe"}.WriteText(&b))
 	assert.Empty(t, b.String(), "half an outcome was printed")
 }

@@ -2,47 +2,17 @@ package workflow
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/custodian-run/custodian/store"
 )
 
-// renderPrompt writes the prompt file of a hand-out: the job's prompt, its
-// inputs, where to write, the one-line reply request, and on a retry why the
-// previous attempt was refused. The frame is not part of the input state.
-func renderPrompt(r *replay, n *named) []byte {
-	var b strings.Builder
-	b.WriteString(strings.TrimRight(n.spec.job.Prompt, " \t\r\n"))
-	b.WriteString("\n\n")
-	if len(n.spec.inputs) > 0 {
-		b.WriteString("## Inputs\n\n")
-		for _, in := range n.spec.inputs {
-			fmt.Fprintf(&b, "- `%s`\n", inputPath(r.dir, in))
-		}
-		b.WriteString("\n")
-	}
-	b.WriteString("## Where to write\n\n")
-	fmt.Fprintf(&b, "Write the result to `%s`.\n", r.abs(n.spec.output))
-	fmt.Fprintf(&b, "If you cannot finish the task, write why to `%s` instead.\n\n", r.abs(n.spec.problem))
-	b.WriteString("Reply in one line that names the file you wrote. Do not repeat or summarize its content.\n")
-	if n.rec.Failures > 0 && len(n.rec.Messages) > 0 {
-		b.WriteString("\n## Why the previous attempt was refused\n\n")
-		for _, m := range n.rec.Messages {
-			fmt.Fprintf(&b, "- %s\n", m)
-		}
-	}
-	return []byte(b.String())
-}
+// Block records are Markdown files for the agent orchestrator and the
+// operator: why a subject blocked, what led to it and what is permitted.
+// A step writes one at the path its outcome prints; no command reads them
+// back.
 
-func inputPath(runDir, key string) string {
-	if filepath.IsAbs(filepath.FromSlash(key)) {
-		return filepath.FromSlash(key)
-	}
-	return filepath.Join(runDir, filepath.FromSlash(key))
-}
-
-func blockHeader(b *strings.Builder, subject string, kind BlockKind, reason string, permitted Permission, scope string) {
+func blockHeader(b *strings.Builder, subject Subject, kind BlockKind, reason string, permitted Permission, scope string) {
 	fmt.Fprintf(b, "# Block on %s\n\n", subject)
 	fmt.Fprintf(b, "- Kind: %s\n", kind)
 	fmt.Fprintf(b, "- Reason: %s\n", reason)
@@ -50,14 +20,14 @@ func blockHeader(b *strings.Builder, subject string, kind BlockKind, reason stri
 	fmt.Fprintf(b, "- Repair scope: %s\n", scope)
 }
 
-// renderJobBlock writes a job's block record: why it blocked, every failed
+// jobBlockText is a job's block record: why it blocked, every failed
 // attempt with the validator's messages, the problem report, exactly where
 // each moved file went, and the reports that concern the job.
-func renderJobBlock(o *Orchestrator, r *replay, n *named, kept []store.Move, reports []store.Report) []byte {
+func jobBlockText(o *Orchestrator, r *replay, n *named, kept []store.Move, reports []store.Report) []byte {
 	var b strings.Builder
 	blk := n.block
-	blockHeader(&b, n.spec.job.Name, blk.kind, blk.reason, blk.permitted, o.def.repairScope())
-	fmt.Fprintf(&b, "- Hand-outs in the run: %d\n", n.rec.Handouts)
+	blockHeader(&b, JobSubject(n.spec.job.Name), blk.kind, blk.reason, blk.permitted, o.def.repairScope())
+	fmt.Fprintf(&b, "- Hand-outs in the run: %d\n", n.js.Handouts)
 	fmt.Fprintf(&b, "- Expected output: %s\n", r.abs(n.spec.output))
 	fmt.Fprintf(&b, "- Expected problem report: %s\n", r.abs(n.spec.problem))
 	if len(blk.attempts) > 0 {
@@ -77,15 +47,15 @@ func renderJobBlock(o *Orchestrator, r *replay, n *named, kept []store.Move, rep
 			fmt.Fprintf(&b, "- %s is moved to %s\n", m.Source, m.Target)
 		}
 	}
-	writeReports(&b, n.spec.job.Name, reports)
+	writeReports(&b, JobSubject(n.spec.job.Name), reports)
 	return []byte(b.String())
 }
 
-// renderWorkflowBlock writes the block record of failures in the
+// workflowBlockText is the block record of failures in the
 // definition's own code: each failure with its place and its stack.
-func renderWorkflowBlock(blk *Block, r *replay, places map[string]int, reports []store.Report) []byte {
+func workflowBlockText(blk *Block, r *replay, places map[string]int, reports []store.Report) []byte {
 	var b strings.Builder
-	blockHeader(&b, "workflow", blk.Kind, blk.Reason, blk.Permitted, blk.Scope)
+	blockHeader(&b, WorkflowSubject, blk.Kind, blk.Reason, blk.Permitted, blk.Scope)
 	for _, f := range r.failures {
 		if f.stop {
 			fmt.Fprintf(&b, "\n## Stop\n\n%s\n", f.message)
@@ -100,15 +70,15 @@ func renderWorkflowBlock(blk *Block, r *replay, places map[string]int, reports [
 			fmt.Fprintf(&b, "```\n%s\n```\n", strings.TrimRight(f.detail, "\n"))
 		}
 	}
-	writeReports(&b, "workflow", reports)
+	writeReports(&b, WorkflowSubject, reports)
 	return []byte(b.String())
 }
 
 // writeReports lists the reports on subject and those that name no job.
-func writeReports(b *strings.Builder, subject string, reports []store.Report) {
+func writeReports(b *strings.Builder, subject Subject, reports []store.Report) {
 	var lines []string
 	for _, rep := range reports {
-		if rep.Job != "" && rep.Job != subject {
+		if rep.Job != "" && JobSubject(rep.Job) != subject {
 			continue
 		}
 		on := ""
@@ -124,9 +94,9 @@ func writeReports(b *strings.Builder, subject string, reports []store.Report) {
 	}
 }
 
-// renderEffectBlock writes an effect's block record. Code never repeats or
+// effectBlockText is an effect's block record. Code never repeats or
 // undoes an effect, so only the operator can settle it.
-func renderEffectBlock(o *Orchestrator, blk Block, eb effectBlock, reports []store.Report) []byte {
+func effectBlockText(o *Orchestrator, blk Block, eb effectBlock, reports []store.Report) []byte {
 	var b strings.Builder
 	blockHeader(&b, blk.Subject, blk.Kind, blk.Reason, blk.Permitted, blk.Scope)
 	inputs := "none"
@@ -137,7 +107,7 @@ func renderEffectBlock(o *Orchestrator, blk Block, eb effectBlock, reports []sto
 	fmt.Fprintf(&b, "The operator establishes what is outside and records it with "+
 		"`custodian resolve %s %s completed` (it stands) or `custodian resolve %s %s absent` (it runs again when reached).\n",
 		o.run.Dir, eb.name, o.run.Dir, eb.name)
-	writeReports(&b, "workflow", reports)
+	writeReports(&b, WorkflowSubject, reports)
 	return []byte(b.String())
 }
 

@@ -1,0 +1,39 @@
+package workflow
+
+import "github.com/custodian-run/custodian/store"
+
+// apply carries out a step's plan, in the order docs/crash-points.md gives:
+//
+//  1. block records and prompt files, at paths numbered from the old state;
+//  2. the history of the step, history/<seq>.jsonl;
+//  3. state.json, listing the moves the step owes: the commit point;
+//  4. the moves, files set aside into jobs/<job>/kept/;
+//  5. state.json again, with no moves owed.
+//
+// A process that ends before the commit point leaves the run as it was (the
+// next step writes the same files again); one that ends after it leaves
+// moves owed, which the next step finishes first.
+func (o *Orchestrator) apply(p *plan) error {
+	for _, t := range p.texts {
+		if err := o.run.WriteText(t.label, t.rel, t.data); err != nil {
+			return err
+		}
+	}
+	if err := o.commit("state", p.state, p.events); err != nil {
+		return err
+	}
+	if len(p.moves) == 0 {
+		return nil
+	}
+	return o.finishMoves(p.state)
+}
+
+// finishMoves performs the moves the committed state owes, and saves the
+// state without them. A move whose target exists is done already.
+func (o *Orchestrator) finishMoves(st *store.State) error {
+	if err := o.run.Perform(st.Moves); err != nil {
+		return err
+	}
+	st.Moves = []store.Move{}
+	return o.run.SaveState("state-moved", st)
+}

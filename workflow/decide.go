@@ -1,0 +1,273 @@
+package workflow
+
+import (
+	"maps"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/custodian-run/custodian/store"
+)
+
+// A step decides, then applies. The decision reads the run's records and
+// replays the definition, and from what it finds makes a plan: the files to
+// write, the history, the state to commit, the moves that state owes, and
+// the outcome. It writes nothing, except an effect's journal while an
+// effect runs (the replay's journal). Applying the plan (apply.go) writes
+// it in the order docs/crash-points.md gives.
+
+// plan is what one step decided.
+type plan struct {
+	outcome Outcome
+	// texts are the block records and prompt files to write before the
+	// commit, in the order they are written.
+	texts []textFile
+	// state is the state to commit: it counts the step and its history, and
+	// lists the moves it owes.
+	state *store.State
+	// events is the step's history, numbered state.Seq, with what the
+	// effect journals show that the history had not recorded.
+	events []store.Event
+	// moves are the files to set aside after the commit.
+	moves []store.Move
+}
+
+// textFile is a prompt file or a block record to write, at a path relative
+// to the run directory. Both are Markdown for people and workers, written
+// once at a path of their own; neither is a record the engine reads back.
+type textFile struct {
+	label string // the write point, for crash tests
+	rel   string
+	data  []byte
+}
+
+// decide replays the definition against the records in rec and plans the
+// step. journal writes an effect's journal while the effect runs.
+func (o *Orchestrator) decide(rec *loaded, journal func(string, *store.Effect) error) (*plan, error) {
+	limits, err := o.def.limits(o.params)
+	if err != nil {
+		return nil, err
+	}
+	st, effects := rec.state, rec.effects
+	if s := st.Workflow.Stopped; s != nil {
+		return o.decideStopped(st, effects, s), nil
+	}
+	r := newReplay(o, st, effects, limits)
+	r.journal = journal
+	r.run()
+	if r.ruleErr != nil {
+		return nil, r.ruleErr
+	}
+	if r.ioErr != nil {
+		return nil, r.ioErr
+	}
+	return o.decideReplayed(r, rec.reports)
+}
+
+// decideStopped plans a step while the workflow is stopped: the definition
+// does not run, so an effect left started cannot be recognized, and its
+// fate is uncertain. The step commits only its history.
+func (o *Orchestrator) decideStopped(st *store.State, effects map[string]*store.Effect, s *store.Stop) *plan {
+	out := Outcome{Kind: KindBlocked, Blocks: []Block{o.stoppedBlock(WorkflowSubject, s)}}
+	for _, name := range store.EffectNames(effects) {
+		if effects[name].Status == store.EffectStarted {
+			out.Kind = KindUncertain
+			out.Effects = append(out.Effects, EffectState{Name: name,
+				Detail: "the effect started and its completion was not recorded; the workflow is stopped"})
+		}
+	}
+	st.Steps++
+	return &plan{outcome: out, state: st, events: sealHistory(st, effects, o.stepEvents(out, nil))}
+}
+
+// decideReplayed turns a replay into the plan of a counted step, or of an
+// uncertain one.
+func (o *Orchestrator) decideReplayed(r *replay, reports []store.Report) (*plan, error) {
+	st := r.state
+	unreached := st.Unreached
+	if r.ranToEnd {
+		unreached = r.checkUnreached()
+	}
+	byName := slices.SortedFunc(slices.Values(r.order), func(a, b *named) int {
+		return strings.Compare(a.spec.job.Name, b.spec.job.Name)
+	})
+	blocks, texts, wstate := o.findBlocks(r, byName, reports)
+	if len(r.uncertain) > 0 {
+		return o.decideUncertain(r, byName, blocks, texts, reports), nil
+	}
+
+	h := &handouts{state: st, kept: map[string][]store.Move{}}
+	if err := h.plan(o, r, len(blocks) == 0); err != nil {
+		return nil, err
+	}
+	for _, n := range byName {
+		if n.verdict == verdictBlocked {
+			texts = append(texts, textFile{label: "block", rel: n.block.record, data: jobBlockText(o, r, n, h.kept[n.spec.job.Name], reports)})
+		}
+	}
+	sort.Slice(h.prompts, func(i, j int) bool { return h.prompts[i].rel < h.prompts[j].rel })
+	texts = append(texts, h.prompts...)
+
+	st.Steps++
+	st.Replayed = st.Steps
+	names := map[string]bool{}
+	if !r.ranToEnd {
+		// Jobs behind a wait that did not pass this time are still part of
+		// the course; only a replay that ran to its end can drop one.
+		for _, name := range st.Named {
+			names[name] = true
+		}
+	}
+	for _, n := range byName {
+		names[n.spec.job.Name] = true
+		st.Jobs[n.spec.job.Name] = n.js
+	}
+	st.Named = slices.Sorted(maps.Keys(names))
+	st.Workflow = wstate
+	st.Unreached = unreached
+	st.Moves = h.moves
+
+	out := Outcome{Kind: KindDone}
+	switch {
+	case len(blocks) > 0:
+		out = Outcome{Kind: KindBlocked, Blocks: blocks}
+	case len(h.launch) > 0:
+		sort.Slice(h.launch, func(i, j int) bool { return h.launch[i].Name < h.launch[j].Name })
+		out = Outcome{Kind: KindLaunch, Jobs: h.launch}
+	}
+	return &plan{
+		outcome: out,
+		texts:   texts,
+		state:   st,
+		events:  sealHistory(st, r.effects, o.stepEvents(out, h.events)),
+		moves:   h.moves,
+	}, nil
+}
+
+// decideUncertain plans an uncertain step, which counts nothing and changes
+// no job's state: only its history, its number and its outcome. It writes
+// the records of the blocks it carries, so that the paths it prints hold
+// what it found, under names of its own: the numbered records belong to the
+// blocks that steps count.
+func (o *Orchestrator) decideUncertain(r *replay, byName []*named, blocks []Block, texts []textFile, reports []store.Report) *plan {
+	st := r.state
+	for _, n := range byName {
+		if n.verdict == verdictBlocked {
+			texts = append(texts, textFile{label: "block", rel: n.block.record, data: jobBlockText(o, r, n, nil, reports)})
+		}
+	}
+	carried := func(rel string) string {
+		if strings.HasPrefix(path.Base(rel), "block-") {
+			return store.CarriedPath(rel, st.Steps+1)
+		}
+		return rel
+	}
+	for i := range texts {
+		texts[i].rel = carried(texts[i].rel)
+	}
+	for i := range blocks {
+		blocks[i].Record = o.abs(carried(o.run.Rel(blocks[i].Record)))
+	}
+	effects := slices.SortedFunc(slices.Values(r.uncertain), func(a, b EffectState) int { return strings.Compare(a.Name, b.Name) })
+	out := Outcome{Kind: KindUncertain, Effects: effects, Blocks: blocks}
+	st.Steps++
+	return &plan{outcome: out, texts: texts, state: st, events: sealHistory(st, r.effects, o.stepEvents(out, nil))}
+}
+
+// handouts is what a counted step moves aside and hands out, job by job in
+// the order they were named.
+type handouts struct {
+	state   *store.State
+	moves   []store.Move
+	kept    map[string][]store.Move // the moves of each blocked job, for its record
+	launch  []Handout
+	prompts []textFile
+	events  []store.Event
+}
+
+// plan plans every job's part: the events of its judgment; for a block,
+// moving aside a problem report and what lies beside it, or the last
+// refused output; for a hand-out, moving aside whatever is in its way, and
+// its prompt.
+func (h *handouts) plan(o *Orchestrator, r *replay, handingOut bool) error {
+	for _, n := range r.order {
+		name := n.spec.job.Name
+		if f := n.refusal; f != nil {
+			h.events = append(h.events, store.Event{Type: store.EventRefuse, Subject: name, Attempt: n.js.Handouts, Kind: f.Kind, Text: f.Reason})
+		}
+		if n.newlyAccepted {
+			h.events = append(h.events, store.Event{Type: store.EventAccept, Subject: name, Attempt: n.js.Handouts})
+		}
+		switch {
+		case n.verdict == verdictBlocked:
+			for _, rel := range n.block.keep {
+				m, err := h.keep(r, name, rel)
+				if err != nil {
+					return err
+				}
+				h.kept[name] = append(h.kept[name], m)
+			}
+		case n.verdict == verdictHandout && handingOut:
+			if n.reopen != "" {
+				// A reopened job starts a full set of attempts.
+				h.events = append(h.events, store.Event{Type: store.EventReopen, Subject: name, Text: n.reopen})
+				n.js.Accepted, n.js.Failures = nil, 0
+				n.js.Messages, n.js.History = nil, nil
+			}
+			for _, rel := range []string{n.spec.output, n.spec.problem} {
+				if exists(r.abs(rel)) {
+					if _, err := h.keep(r, name, rel); err != nil {
+						return err
+					}
+				}
+			}
+			h.handOut(o, r, n)
+		}
+	}
+	return nil
+}
+
+// keep plans moving the file at rel aside for job, numbered across the run.
+func (h *handouts) keep(r *replay, job, rel string) (store.Move, error) {
+	sum, err := store.FileSHA256(r.abs(rel))
+	if err != nil {
+		return store.Move{}, err
+	}
+	h.state.Kept++
+	m := store.Move{Source: rel, Target: store.KeptPath(job, h.state.Kept, rel), SHA256: sum}
+	h.moves = append(h.moves, m)
+	h.events = append(h.events, keepEvent(job, m))
+	return m, nil
+}
+
+// handOut records a job's hand-out: its input state is what its output
+// will be judged against, and its prompt is a new file.
+func (h *handouts) handOut(o *Orchestrator, r *replay, n *named) {
+	name, js := n.spec.job.Name, n.js
+	js.Handouts++
+	in := n.current
+	js.Outstanding = &in
+	last := cloneInputs(in)
+	js.LastInput = &last
+	prompt := store.PromptPath(name, js.Handouts)
+	h.prompts = append(h.prompts, textFile{label: "prompt", rel: prompt, data: promptText(r, n)})
+	h.events = append(h.events, store.Event{Type: store.EventHandout, Subject: name, Attempt: js.Handouts, Path: prompt})
+	h.launch = append(h.launch, Handout{
+		Name:    name,
+		Attempt: js.Handouts,
+		Prompt:  o.abs(prompt),
+		Output:  r.abs(n.spec.output),
+		Problem: r.abs(n.spec.problem),
+		Launch:  n.spec.launch,
+	})
+}
+
+func hasHandout(r *replay) bool {
+	for _, n := range r.order {
+		if n.verdict == verdictHandout {
+			return true
+		}
+	}
+	return false
+}

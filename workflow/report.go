@@ -1,0 +1,44 @@
+package workflow
+
+import (
+	"slices"
+
+	"github.com/custodian-run/custodian/store"
+)
+
+// Report events: the only things the agent orchestrator reports.
+const (
+	ReportLaunchFailed = "launch-failed"
+	ReportRepair       = "repair"
+	ReportStop         = "stop"
+)
+
+// ReportEvents lists the report events, in the order the docs give them.
+var ReportEvents = []string{ReportLaunchFailed, ReportRepair, ReportStop}
+
+// Report is one report of the agent orchestrator, as the run keeps it.
+type Report = store.Report
+
+// Report records what only the agent orchestrator can see: a launch that
+// failed, a repair it made, or that it stopped. job, when given, must name a
+// job of the run. A report never advances the run and never causes an
+// acceptance; it appears in the block records of its job, or of every
+// subject when it names none.
+func (o *Orchestrator) Report(event, job, text string) (Report, error) {
+	if !slices.Contains(ReportEvents, event) {
+		return Report{}, refused("report one of: launch-failed, repair, stop",
+			"event %q is not reported; the events are launch-failed, repair, stop", event)
+	}
+	var rep Report
+	err := o.locked(func(rec *loaded) error {
+		if job != "" && rec.state.Jobs[job] == nil {
+			return refused("name a job that step has handed out, or leave --job out",
+				"job %q is not a job of run %s", job, o.run.Dir)
+		}
+		var err error
+		rep, err = o.run.AppendReport(store.Report{Event: event, Job: job, Text: text, At: store.Now(),
+			Seq: rec.state.Seq, Step: rec.state.Steps})
+		return err
+	})
+	return rep, err
+}
