@@ -107,6 +107,13 @@ func TestLoopUsesPlaceholdersOnly(t *testing.T) {
 	assert.NotContains(t, body, "\n#", "the body has no heading of its own, so it nests under any harness heading")
 }
 
+func TestReadmeGivesTheTableOfExitCodes(t *testing.T) {
+	readme := read(t, filepath.Join("..", "README.md"))
+	for _, s := range workflow.ExitStatuses {
+		assert.Contains(t, readme, fmt.Sprintf("| %d | %s | %s |\n", s.Code, s.Meaning, s.Action))
+	}
+}
+
 func TestLoopNamesEveryExitCodeAndEvent(t *testing.T) {
 	body := loopBody(t)
 	for _, code := range []int{workflow.ExitOK, workflow.ExitFailed, workflow.ExitUsage, workflow.ExitBusy, workflow.ExitUntrusted, workflow.ExitDefinition} {

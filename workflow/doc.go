@@ -10,6 +10,31 @@
 // the definition again, and accepted outputs carry it past the waits that
 // stopped it before. Acceptance is memoization.
 //
+// The package has two faces: the names an author writes a definition with,
+// and the names a program drives a run with.
+//
+// # Writing a definition
+//
+// A [Definition] names the workflow (Name, Doc), bounds retries and repairs
+// ([Limits], [DefaultLimits]), says what a repair may touch (RepairScope,
+// [DefaultRepairScope]) and holds Run, which gets a [*Context]:
+//
+//   - [Context.Agent] names a [Job] (Name, Prompt, Output, Inputs, Launch,
+//     Validate) and returns its [Handle] ([Handle.Wait], [Handle.Path],
+//     [Handle.Accepted], [Handle.Name]);
+//   - [Context.Wait] waits on handles; [Context.Parallel] and [Gather] run
+//     paths that each name their jobs;
+//   - [Context.Effect] runs a step once in the run, with [EffectInputs] and
+//     a [Recognizer] given by [Recognize], which answers [Completed],
+//     [Absent] or [Unknown];
+//   - [Context.Stop] and [Stopf] stop the run; [Context.Fail] fails a path;
+//   - [Context.RunDir], [Context.Path] and [Context.Params] ([Params]) say
+//     where the run is and what it was started with.
+//
+// A [Validator] judges an output: nil accepts it, [Refuse] refuses it with
+// messages for the next attempt. [ProblemPath] is where a worker reports a
+// problem. A binary carries its definitions in a [Registry] ([NewRegistry]).
+//
 // # Replay rules
 //
 // A definition must follow these rules, because it runs again, from the top,
@@ -58,4 +83,25 @@
 // reads an unaccepted output, a name is reused for another task) fails the
 // step with a [DefinitionError], wrapping [ErrDefinition], and the step
 // changes nothing. No recover() in the definition can hide it.
+//
+// # Driving a run
+//
+// [Start] starts a run of a registered definition and [Open] opens one; both
+// return an [*Orchestrator], which reads the records anew at every call:
+//
+//   - [Orchestrator.Step] gives one [Outcome] of a [Kind]: [KindUncertain]
+//     ([EffectState]), [KindBlocked] ([Block], with its [BlockKind],
+//     [Subject] and [Permission]), [KindLaunch] ([Handout]) or [KindDone].
+//     [Outcome.WriteText] prints it as `custodian step` does and
+//     [ParseOutcome] reads that text back; its JSON is `step --json`'s.
+//   - [Orchestrator.Report] records what only the agent orchestrator sees
+//     ([ReportEvents]); [Orchestrator.Release] and [Orchestrator.Resolve]
+//     are the operator's.
+//   - [Orchestrator.Status] ([Status]) and [Orchestrator.Log] ([Event]) read
+//     without writing.
+//
+// A [Prompt] is a prompt file's parts; [ParsePrompt] reads one. Every error
+// maps to one exit code ([ExitCode], the table [ExitStatuses]) and a hint
+// ([Hint]); callers branch on [ErrBusy], [ErrNotRun], [ErrUntrusted],
+// [ErrDefinition], [ErrRefused] and [ErrUsage].
 package workflow

@@ -3,8 +3,8 @@ package workflow
 import "errors"
 
 // The exit codes of every custodian command. ExitStatuses gives each its
-// meaning and what to do; the README and docs/commands.md give the same
-// table, and a test holds them to it.
+// meaning and what to do; the README gives the same table, and a test holds
+// it to it.
 const (
 	// ExitOK: the command did its work; for step, any outcome.
 	ExitOK = 0

@@ -69,7 +69,7 @@ func TestReleasedJobWithAValidOutputInPlaceIsAccepted(t *testing.T) {
 	h.done()
 }
 
-func TestOnlyAStoppedSubjectIsReleased(t *testing.T) {
+func TestOrchestrator_Release(t *testing.T) {
 	h := startRun(t, &workflow.Definition{Name: "release", Run: func(ctx *workflow.Context) error {
 		ctx.Wait(ctx.Agent(job("a")), ctx.Agent(job("b")))
 		return nil

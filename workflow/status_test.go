@@ -56,7 +56,7 @@ var statusTwoJobs = &workflow.Definition{Name: "two", Run: func(ctx *workflow.Co
 	return nil
 }}
 
-func TestStatusBeforeTheFirstStep(t *testing.T) {
+func TestOrchestrator_StatusBeforeTheFirstStep(t *testing.T) {
 	h := startRun(t, statusTwoJobs, source)
 	s := h.status()
 	assert.Equal(t, h.dir, s.Run)

@@ -23,9 +23,6 @@ var statusTime = regexp.MustCompile(`\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z`)
 // that a test can compare the rest exactly.
 func statusUntimed(out string) string { return statusTime.ReplaceAllString(out, "TIME") }
 
-// statusScope is the trial definition's repair scope.
-const statusScope = workflow.DefaultRepairScope
-
 // statusRecord is the absolute path of a record under dir's state directory.
 func statusRecord(dir string, rel ...string) string {
 	return filepath.Join(append([]string{dir, ".custodian"}, rel...)...)

@@ -20,7 +20,7 @@ func effectPartlyPublished(t *testing.T) *effectRun {
 	return r
 }
 
-func TestEffectResolveSettlesAnUncertainEffect(t *testing.T) {
+func TestOrchestrator_Resolve(t *testing.T) {
 	t.Run("completed lets it stand", func(t *testing.T) {
 		r := effectPartlyPublished(t)
 		require.NoError(t, r.resolve("publish", workflow.Completed))
@@ -52,7 +52,7 @@ func TestEffectResolveSettlesAnUncertainEffect(t *testing.T) {
 	})
 }
 
-func TestEffectResolveRefusesWhatItCannotSettle(t *testing.T) {
+func TestOrchestrator_ResolveRefuses(t *testing.T) {
 	cases := []struct {
 		name string
 		// setup brings a run to the state the request meets.

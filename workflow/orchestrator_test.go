@@ -163,7 +163,7 @@ func TestAStartedRunWhoseStateIsMissingIsRefusedByEveryCommand(t *testing.T) {
 	}
 }
 
-func TestRunRecordMustBeTrusted(t *testing.T) {
+func TestOpen_untrustedRunRecord(t *testing.T) {
 	cases := []struct {
 		name    string
 		corrupt func(t *testing.T, h *harness)
@@ -201,7 +201,7 @@ func TestRunRecordMustBeTrusted(t *testing.T) {
 	}
 }
 
-func TestOpenRefusesADirectoryThatIsNoRun(t *testing.T) {
+func TestOpen_notARun(t *testing.T) {
 	reg, err := workflow.NewRegistry(oneJob(job("a")))
 	require.NoError(t, err)
 	dir := t.TempDir()

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestOnlyListedEventsAreReported(t *testing.T) {
+func TestOrchestrator_Report(t *testing.T) {
 	h := startRun(t, oneJob(job("a")), source)
 	h.launch("a")
 

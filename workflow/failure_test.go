@@ -1,5 +1,8 @@
 package workflow_test
 
+//lint:file-ignore SA1000 a definition here panics inside the standard library on purpose
+//lint:file-ignore SA5000 a definition here panics on its own line on purpose
+
 import (
 	"errors"
 	"fmt"
@@ -103,7 +106,7 @@ func TestFailureInsideTheStandardLibraryCountsAtTheDefinitionsLine(t *testing.T)
 
 	record := recordText(t, h.blocked()["workflow"].Record)
 	place := f.places["regexp"]
-	require.Regexp(t, `^failures_test\.go:\d+$`, place)
+	require.Regexp(t, `^failure_test\.go:\d+$`, place)
 	assert.Contains(t, record, "at "+place)
 	assert.NotContains(t, record, "at regexp.go")
 }
@@ -313,7 +316,7 @@ func TestAnInputThatIsADirectoryBlocksOnWorkflow(t *testing.T) {
 
 // Gather hands back each path's value; a path whose value is a nil
 // interface gives the zero value, not a failure.
-func TestGatherReturnsNilInterfaceValues(t *testing.T) {
+func TestGather_nilValues(t *testing.T) {
 	var got []error
 	h := startRun(t, &workflow.Definition{Name: "gather", Run: func(ctx *workflow.Context) error {
 		got = workflow.Gather(ctx, func() error { return nil }, func() error { return errors.New("x") })
@@ -327,7 +330,7 @@ func TestGatherReturnsNilInterfaceValues(t *testing.T) {
 
 // Limits is the definition's code too: a panic in it is a broken rule of
 // the definition, not a crash of the engine.
-func TestLimitsThatPanicAreADefinitionError(t *testing.T) {
+func TestDefinition_LimitsPanic(t *testing.T) {
 	def := oneJob(job("a"))
 	def.Limits = func(workflow.Params) workflow.Limits { panic("no limits today") }
 	reg, err := workflow.NewRegistry(def)
