@@ -1,16 +1,14 @@
 package store
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
+	"path"
 	"sort"
 	"strings"
 )
 
 // EffectFormat is the format of an effect journal this version reads and writes.
-const EffectFormat = 1
+const EffectFormat = 2
 
 // Effect statuses.
 const (
@@ -29,6 +27,7 @@ const (
 // Effect is an effect's journal, effects/<name>.json.
 type Effect struct {
 	Format int    `json:"format"`
+	Run    string `json:"run"` // the run's id
 	Name   string `json:"name"`
 	Status string `json:"status"`
 	// Inputs are the declared inputs, run-relative when inside the run, with
@@ -46,52 +45,71 @@ type Effect struct {
 }
 
 // Effects reads every effect journal, by name. A journal that cannot be
-// trusted, including one whose name does not match its file, fails the
-// whole read: an effect must never be repeated because its record was
-// misread.
+// trusted, including one whose name does not match its file or that
+// belongs to another run, fails the whole read: an effect must never be
+// repeated because its record was misread.
 func (r *Run) Effects() (map[string]*Effect, error) {
-	dir := r.path("effects")
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return map[string]*Effect{}, nil
-	}
+	dir := statePath("effects")
+	names, err := r.tree.names(dir)
 	if err != nil {
-		return nil, &RecordError{Path: dir, Err: err}
+		return nil, &RecordError{Path: r.abs(dir), Err: err}
 	}
 	out := map[string]*Effect{}
-	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok || strings.HasPrefix(e.Name(), ".") {
-			continue // renameio's temporary files, left by a crash
+	for _, file := range names {
+		name, ok := strings.CutSuffix(file, ".json")
+		if !ok || strings.HasPrefix(file, ".") {
+			continue // temporary files, left by a crash
 		}
-		path := r.path("effects", e.Name())
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, &RecordError{Path: path, Err: err}
-		}
+		rel := path.Join(dir, file)
 		var eff Effect
-		if err := decodeRecord(path, data, &eff, EffectFormat, func() int { return eff.Format }); err != nil {
+		found, err := r.readRecord(rel, &eff, EffectFormat, func() int { return eff.Format })
+		if err != nil {
 			return nil, err
+		}
+		if !found {
+			continue // gone since the directory was read: a write renamed over it
+		}
+		if err := eff.check(); err != nil {
+			return nil, &RecordError{Path: r.abs(rel), Err: err}
 		}
 		switch {
 		case eff.Name != name:
-			return nil, untrusted(path, "it journals effect %q, not %q", eff.Name, name)
-		case eff.Status != EffectStarted && eff.Status != EffectCompleted && eff.Status != EffectAbsent:
-			return nil, untrusted(path, "its status %q is not started, completed or absent", eff.Status)
+			return nil, untrusted(r.abs(rel), "it journals effect %q, not %q", eff.Name, name)
+		case eff.Run != r.Record.ID:
+			return nil, untrusted(r.abs(rel), "it belongs to run %s, not to this run (%s)", eff.Run, r.Record.ID)
 		}
 		out[name] = &eff
 	}
 	return out, nil
 }
 
+// check holds a journal's fields to their rules.
+func (e *Effect) check() error {
+	switch {
+	case !ValidName(e.Name):
+		return fmt.Errorf("name %q is not an effect's name", e.Name)
+	case e.Status != EffectStarted && e.Status != EffectCompleted && e.Status != EffectAbsent:
+		return fmt.Errorf("status %q is not started, completed or absent", e.Status)
+	case e.Runs < 0:
+		return fmt.Errorf("runs is negative")
+	case !isHex(e.State, 64):
+		return fmt.Errorf("state %q is not a SHA-256", e.State)
+	}
+	for i, f := range e.Inputs {
+		if err := f.check(); err != nil {
+			return fmt.Errorf("inputs[%d]: %w", i, err)
+		}
+	}
+	return nil
+}
+
 // SaveEffect replaces the effect's journal. label names the write point.
 func (r *Run) SaveEffect(label string, e *Effect) error {
-	e.Format = EffectFormat
-	data, err := encode(e)
-	if err != nil {
-		return fmt.Errorf("journal effect %s: %w", e.Name, err)
+	e.Format, e.Run = EffectFormat, r.Record.ID
+	if !ValidName(e.Name) {
+		return fmt.Errorf("journal effect %q: not an effect's name", e.Name)
 	}
-	return writeFile(label, r.path("effects", e.Name+".json"), data)
+	return r.writeRecord(label, statePath("effects", e.Name+".json"), e)
 }
 
 // EffectNames returns the names of effects, sorted.

@@ -1,93 +1,293 @@
 package store
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
+	"path"
 	"strings"
-	"sync"
-	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // WriteText writes a prompt file or a block record at rel, a path relative
 // to the run directory that lies in the state directory. Both are text for
-// people and workers, written once at a path of their own. label names the
-// write point for crash tests.
+// people and workers, written once at a path of their own, and not synced
+// one by one: SyncTexts makes every text of a command durable before its
+// commit. label names the write point for crash tests.
 func (r *Run) WriteText(label, rel string, data []byte) error {
-	inside, ok := strings.CutPrefix(rel, StateDir+"/")
-	if !ok {
+	if !Clean(rel) || !inStateDir(rel) || rel == StateDir {
 		return fmt.Errorf("write %s: it is not in %s/", rel, StateDir)
 	}
-	return writeFile(label, r.path(filepath.FromSlash(inside)), data)
+	crashPoint(label)
+	if err := r.stillLocked(); err != nil {
+		return err
+	}
+	if err := r.tree.writeNew(rel, data); err != nil {
+		return r.writeError(rel, err)
+	}
+	return nil
+}
+
+// SyncTexts makes durable every text written since the run was opened,
+// with one sync of the file system rather than one per file.
+func (r *Run) SyncTexts() error {
+	if err := r.tree.syncWritten(); err != nil {
+		return &IOError{Op: "sync", Path: r.Dir, Err: err}
+	}
+	return nil
+}
+
+// Stat says what lies at rel, a path inside the run, without following a
+// link: Missing when nothing does.
+func (r *Run) Stat(rel string) (FileInfo, error) {
+	info, err := r.tree.lstat(rel)
+	if err != nil {
+		return FileInfo{}, r.readError(rel, err)
+	}
+	return info, nil
+}
+
+// ReadText reads the regular file at rel, a path inside the run, up to
+// limit bytes; cut says there was more. A file of another kind is not
+// opened: its kind comes back with no text.
+func (r *Run) ReadText(rel string, limit int64) (text []byte, info FileInfo, cut bool, err error) {
+	text, info, cut, err = r.tree.readFile(rel, limit)
+	if err != nil {
+		return nil, info, false, r.readError(rel, err)
+	}
+	return text, info, cut, nil
+}
+
+// readError names a failed read of a run's file: a link on the way, or an
+// I/O error.
+func (r *Run) readError(rel string, err error) error {
+	if errors.Is(err, ErrLink) {
+		if inStateDir(rel) {
+			return &RecordError{Path: r.abs(rel), Err: err}
+		}
+		return fmt.Errorf("%s: %w", r.abs(rel), err)
+	}
+	return &IOError{Op: "read", Path: r.abs(rel), Err: err}
 }
 
 // Perform carries out moves in order. A move is skipped when its target
-// exists, which is the receipt of a move already done, or when its source is
-// gone or no longer has the bytes it had when the move was planned: those
-// bytes were moved already and a new file stands there now.
+// exists, which is the receipt of a move already done, or when its source
+// is gone or is another file than the one the move was planned for: that
+// file was moved already and a new one stands there now.
 func (r *Run) Perform(moves []Move) error {
 	for _, m := range moves {
-		source := filepath.Join(r.Dir, filepath.FromSlash(m.Source))
-		target := filepath.Join(r.Dir, filepath.FromSlash(m.Target))
-		if _, err := os.Lstat(target); err == nil {
-			continue
-		}
-		sum, err := FileSHA256(source)
+		target, err := r.tree.lstat(m.Target)
 		if err != nil {
-			return fmt.Errorf("move %s: %w", m.Source, err)
+			return r.readError(m.Target, err)
 		}
-		if sum != m.SHA256 {
+		if target.Kind != Missing {
 			continue
 		}
-		if err := moveFile("move", source, target); err != nil {
+		id, err := r.Identity(m.Source)
+		if err != nil {
 			return err
+		}
+		if id != m.Identity {
+			continue
+		}
+		crashPoint("move")
+		if err := r.stillLocked(); err != nil {
+			return err
+		}
+		if err := r.tree.rename(m.Source, m.Target); err != nil {
+			if errors.Is(err, ErrLink) {
+				return r.readError(m.Source, err)
+			}
+			return &IOError{Op: "move", Path: r.abs(m.Source), Err: err}
 		}
 	}
 	return nil
 }
 
-// FileSHA256 returns the hex SHA-256 of a regular file's bytes, or "" when
-// there is no regular file at path.
-func FileSHA256(path string) (string, error) {
-	// Stat first: opening a FIFO or a device would block or read forever
-	// while the run's lock is held.
-	info, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-		return "", nil
-	}
+// Identity says which file lies at rel, for a move: the SHA-256 of a
+// regular file's bytes, or, for a file that is not to be read (a link, a
+// pipe, a socket, a device, a directory, a file over maxIdentityRead
+// bytes), its kind, inode and size; "" when nothing lies there.
+func (r *Run) Identity(rel string) (string, error) {
+	fd, info, err := r.tree.openRegular(rel)
 	if err != nil {
-		return "", err
+		return "", r.readError(rel, err)
 	}
-	if !info.Mode().IsRegular() {
-		return "", nil
+	if fd < 0 || info.Size > maxIdentityRead {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+		if info.Kind == Missing {
+			return "", nil
+		}
+		return fmt.Sprintf("%s %d:%d %d", kindWord(info.Kind), info.Dev, info.Ino, info.Size), nil
 	}
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
-	}
+	defer unix.Close(fd)
+	sum, err := hashFD(fd)
 	if err != nil {
-		return "", err
+		return "", &IOError{Op: "read", Path: r.abs(rel), Err: err}
 	}
-	defer f.Close()
-	h := sha256.New()
-	buf := hashBuffers.Get().(*[]byte)
-	defer hashBuffers.Put(buf)
-	// Hiding *os.File's WriteTo makes CopyBuffer use buf; WriteTo would
-	// allocate a buffer of its own for every file.
-	if _, err := io.CopyBuffer(h, struct{ io.Reader }{f}, *buf); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return sum, nil
 }
 
-// hashBuffers spares a step that hashes every input of every job a fresh
-// copy buffer per file.
-var hashBuffers = sync.Pool{New: func() any {
-	b := make([]byte, 64*1024)
-	return &b
-}}
+// maxIdentityRead bounds how much of a file is read to tell it apart for a
+// move; a larger one is told apart by its inode.
+const maxIdentityRead = 32 << 20
+
+func kindWord(k FileKind) string {
+	w := k.String()
+	w = strings.TrimPrefix(w, "a ")
+	return strings.ReplaceAll(w, " ", "-")
+}
+
+// Content is what a command knows of a file's bytes.
+type Content struct {
+	Kind FileKind
+	Size int64
+	// SHA256 is the hex SHA-256 of a regular file's bytes; empty for
+	// anything else, and for a file over the limit it was hashed with.
+	SHA256 string
+	// Over says the file is regular and over the limit: it was not read.
+	Over bool
+}
+
+// Files hashes files for one command: the run's own, through the confined
+// tree, and files outside the run that a definition declared, as declared.
+// It keeps a hash cache keyed by file identity, so that a replay of
+// unchanged files costs one lstat each.
+type Files struct {
+	run   *Run
+	cache *hashCache
+	// begun is when this command began hashing: an entry it stores is
+	// trusted by a later command only if its file was last changed well
+	// before (the racy rule).
+	begun int64
+	now   func() time.Time
+}
+
+// Files returns the run's file hasher for one command. It reads the hash
+// cache; a missing or damaged cache is an empty one.
+func (r *Run) Files() *Files {
+	f := &Files{run: r, now: time.Now}
+	f.begun = f.now().UnixNano()
+	f.cache = r.loadCache()
+	return f
+}
+
+// Hash returns what the file at key holds: a run-relative path, read
+// through the run's tree, or an absolute path outside the run, read as
+// declared. A regular file over limit bytes (limit < 0: no limit) is not
+// read; nothing that is not a regular file is ever opened.
+func (f *Files) Hash(key string, limit int64) (Content, error) {
+	if strings.HasPrefix(key, "/") {
+		return f.hashOutside(key, limit)
+	}
+	t := f.run.tree
+	dfd, name, err := t.split(key, false)
+	if isNotExist(err) {
+		return Content{}, nil
+	}
+	if err != nil {
+		return Content{}, f.run.readError(key, err)
+	}
+	info, err := lstatAt(dfd, name)
+	if err != nil {
+		return Content{}, &IOError{Op: "read", Path: f.run.abs(key), Err: err}
+	}
+	c, known := f.known(key, info, limit)
+	if known {
+		return c, nil
+	}
+	fd, info, err := openRegularAt(dfd, name, key)
+	if err != nil {
+		return Content{}, &IOError{Op: "read", Path: f.run.abs(key), Err: err}
+	}
+	return f.hashOpen(key, fd, info, limit, f.run.abs(key))
+}
+
+func (f *Files) hashOutside(key string, limit int64) (Content, error) {
+	var st unix.Stat_t
+	err := unix.Stat(key, &st)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+		return Content{}, nil
+	}
+	if err != nil {
+		return Content{}, &IOError{Op: "read", Path: key, Err: err}
+	}
+	c, known := f.known(key, infoOf(&st), limit)
+	if known {
+		return c, nil
+	}
+	// As declared: a link is followed, but a pipe is not waited on.
+	fd, err := unix.Open(key, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return Content{}, nil
+	}
+	if err != nil {
+		return Content{}, &IOError{Op: "read", Path: key, Err: err}
+	}
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return Content{}, &IOError{Op: "read", Path: key, Err: err}
+	}
+	info := infoOf(&st)
+	if info.Kind != Regular {
+		unix.Close(fd)
+		fd = -1
+	}
+	return f.hashOpen(key, fd, info, limit, key)
+}
+
+// known answers from what lstat says without opening the file: for
+// anything but a regular file, for one over the limit, and for one the
+// cache knows.
+func (f *Files) known(key string, info FileInfo, limit int64) (Content, bool) {
+	switch {
+	case info.Kind != Regular:
+		return Content{Kind: info.Kind}, true
+	case limit >= 0 && info.Size > limit:
+		return Content{Kind: Regular, Size: info.Size, Over: true}, true
+	}
+	if sum, ok := f.cache.lookup(key, info); ok {
+		return Content{Kind: Regular, Size: info.Size, SHA256: sum}, true
+	}
+	return Content{}, false
+}
+
+// hashOpen hashes the open regular file fd (fd < 0: not regular, kind in
+// info) and closes it.
+func (f *Files) hashOpen(key string, fd int, info FileInfo, limit int64, abs string) (Content, error) {
+	if fd < 0 {
+		return Content{Kind: info.Kind}, nil
+	}
+	defer unix.Close(fd)
+	if limit >= 0 && info.Size > limit {
+		return Content{Kind: Regular, Size: info.Size, Over: true}, nil
+	}
+	sum, err := hashFD(fd)
+	if err != nil {
+		return Content{}, &IOError{Op: "read", Path: abs, Err: err}
+	}
+	f.cache.store(key, info, sum)
+	return Content{Kind: Regular, Size: info.Size, SHA256: sum}, nil
+}
+
+// Save writes the hash cache when this command hashed anything the cache
+// did not know. The cache is derived data: a command that ends before it
+// leaves the old one, which the racy rule keeps honest.
+func (f *Files) Save() error {
+	if !f.cache.dirty {
+		return nil
+	}
+	return f.run.saveCache(f.cache, f.begun)
+}
+
+// KeyPath returns the absolute path of an input key: a run-relative key
+// inside the run, an absolute one as it is.
+func (r *Run) KeyPath(key string) string {
+	if strings.HasPrefix(key, "/") {
+		return key
+	}
+	return r.abs(path.Clean(key))
+}

@@ -1,17 +1,13 @@
 package store
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"strconv"
 )
 
 // EventFormat is the format of a line of a history file.
-const EventFormat = 1
+const EventFormat = 2
 
 // Event is one line of the run's history: something a command did, with its
 // time and step. Fields that do not apply to an event's type are empty.
@@ -26,8 +22,10 @@ type Event struct {
 	Kind    string    `json:"kind"`    // a block's or failure's kind; who settled an effect
 	Text    string    `json:"text"`    // the outcome, reason or status, in words
 	Path    string    `json:"path"`    // a prompt, record or kept file, run-relative
-	// Outcome is the step's outcome as `step --json` prints it, on a step
-	// event; null otherwise.
+	// Messages are a refusal's messages, as the next prompt carries them.
+	Messages []string `json:"messages"`
+	// Outcome is the step's outcome as `step --json` prints it, with paths
+	// relative to the run, on a step event; null otherwise.
 	Outcome json.RawMessage `json:"outcome"`
 }
 
@@ -43,11 +41,14 @@ const (
 	EventAccept  EventType = "accept"  // a job's output was accepted
 	EventRefuse  EventType = "refuse"  // an attempt failed
 	EventReopen  EventType = "reopen"  // an accepted job was handed out again
+	EventCarry   EventType = "carry"   // an accepted job carried over to a new name
 	EventKeep    EventType = "keep"    // a file was moved aside
 	EventBlock   EventType = "block"   // a step gave a block
 	EventEffect  EventType = "effect"  // an effect's journal changed
 	EventRelease EventType = "release" // the operator released a subject
 	EventResolve EventType = "resolve" // the operator resolved an effect
+	EventAbandon EventType = "abandon" // the operator ended the run for good
+	EventLaunch  EventType = "launch"  // drive launched a worker, and how it ended
 	EventReport  EventType = "report"  // the agent orchestrator reported
 )
 
@@ -55,20 +56,22 @@ const (
 // before the state that counts it, so a command that ends in between leaves
 // a file that the next command numbered seq replaces.
 func (r *Run) WriteHistory(seq int, events []Event) error {
-	var buf bytes.Buffer
+	var data []byte
 	for _, e := range events {
 		e.Format, e.Seq = EventFormat, seq
+		if e.Messages == nil {
+			e.Messages = []string{}
+		}
 		if e.Outcome == nil {
 			e.Outcome = json.RawMessage("null")
 		}
-		line, err := json.Marshal(e)
+		line, err := encode(e)
 		if err != nil {
 			return fmt.Errorf("write history %d: %w", seq, err)
 		}
-		buf.Write(line)
-		buf.WriteByte('\n')
+		data = append(data, line...)
 	}
-	return writeFile("history", r.historyPath(seq), buf.Bytes())
+	return r.write("history", r.historyPath(seq), data)
 }
 
 // History reads the committed history, commands 1 to upTo, oldest first.
@@ -87,26 +90,49 @@ func (r *Run) History(upTo int) ([]Event, error) {
 // HistoryOf reads the events of the command numbered seq. A committed
 // command's file must exist and be whole.
 func (r *Run) HistoryOf(seq int) ([]Event, error) {
-	path := r.historyPath(seq)
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, untrusted(path, "the history of command %d is missing", seq)
-	}
+	rel := r.historyPath(seq)
+	data, found, err := r.readLines(rel)
 	if err != nil {
-		return nil, &RecordError{Path: path, Err: err}
+		return nil, err
 	}
-	events, err := decodeLines(path, data, EventFormat, func(e *Event) int { return e.Format })
+	if !found {
+		return nil, untrusted(r.abs(rel), "the history of command %d is missing", seq)
+	}
+	events, err := decodeLines(r.abs(rel), data, EventFormat, func(e *Event) int { return e.Format })
 	if err != nil {
 		return nil, err
 	}
 	for i, e := range events {
-		if e.Seq != seq {
-			return nil, untrusted(path, "line %d belongs to command %d", i+1, e.Seq)
+		switch {
+		case e.Seq != seq:
+			return nil, untrusted(r.abs(rel), "line %d belongs to command %d", i+1, e.Seq)
+		case e.Path != "" && !Clean(e.Path):
+			return nil, untrusted(r.abs(rel), "line %d names path %q, which is not inside the run", i+1, e.Path)
 		}
 	}
 	return events, nil
 }
 
+// CheckHistory checks that the history of every committed command up to seq
+// is there: one directory read, not a read of every file.
+func (r *Run) CheckHistory(seq int) error {
+	dir := statePath("history")
+	names, err := r.tree.names(dir)
+	if err != nil {
+		return &RecordError{Path: r.abs(dir), Err: err}
+	}
+	have := make(map[string]bool, len(names))
+	for _, n := range names {
+		have[n] = true
+	}
+	for s := 1; s <= seq; s++ {
+		if !have[strconv.Itoa(s)+".jsonl"] {
+			return untrusted(r.abs(r.historyPath(s)), "the history of command %d is missing; the state counts %d", s, seq)
+		}
+	}
+	return nil
+}
+
 func (r *Run) historyPath(seq int) string {
-	return r.path("history", strconv.Itoa(seq)+".jsonl")
+	return statePath("history", strconv.Itoa(seq)+".jsonl")
 }

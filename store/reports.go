@@ -1,14 +1,12 @@
 package store
 
 import (
-	"encoding/json"
-	"errors"
-	"io/fs"
-	"os"
+	"fmt"
+	"unicode/utf8"
 )
 
 // ReportFormat is the format of a line of reports.jsonl.
-const ReportFormat = 1
+const ReportFormat = 2
 
 // Report is one report of the agent orchestrator, a line of reports.jsonl.
 type Report struct {
@@ -25,52 +23,81 @@ type Report struct {
 	Step int `json:"step"`
 }
 
-// Reports reads every report, oldest first. A line it cannot fully
-// understand makes the whole file untrusted.
-func (r *Run) Reports() ([]Report, error) {
-	reports, _, err := r.readReports()
+// Reports reads the committed reports, oldest first: as many as the state
+// counts. One line past them belongs to a report that ended before its
+// commit: it must be whole, and is not returned. Fewer lines than the state
+// counts, more than one past them, or a line that cannot be fully
+// understood, make the file untrusted.
+func (r *Run) Reports(committed int) ([]Report, error) {
+	reports, _, err := r.readReports(committed)
 	return reports, err
 }
 
-// readReports reads and checks reports.jsonl, returning its bytes too.
-func (r *Run) readReports() ([]Report, []byte, error) {
-	path := r.path("reports.jsonl")
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, nil
-	}
-	if err != nil {
-		return nil, nil, &RecordError{Path: path, Err: err}
-	}
-	reports, err := decodeLines(path, data, ReportFormat, func(rep *Report) int { return rep.Format })
+// readReports reads the committed reports, and their bytes.
+func (r *Run) readReports(committed int) ([]Report, []byte, error) {
+	rel := statePath("reports.jsonl")
+	data, found, err := r.readLines(rel)
 	if err != nil {
 		return nil, nil, err
 	}
+	if !found && committed > 0 {
+		return nil, nil, untrusted(r.abs(rel), "it is missing; the state counts %d reports", committed)
+	}
+	reports, err := decodeLines(r.abs(rel), data, ReportFormat, func(rep *Report) int { return rep.Format })
+	if err != nil {
+		return nil, nil, err
+	}
+	switch {
+	case len(reports) < committed:
+		return nil, nil, untrusted(r.abs(rel), "it holds %d reports; the state counts %d", len(reports), committed)
+	case len(reports) > committed+1:
+		return nil, nil, untrusted(r.abs(rel), "it holds %d reports; the state counts %d, and only one report can be left uncommitted", len(reports), committed)
+	}
 	for i, rep := range reports {
-		if rep.Number != i+1 {
-			return nil, nil, untrusted(path, "line %d holds report %d", i+1, rep.Number)
+		switch {
+		case rep.Number != i+1:
+			return nil, nil, untrusted(r.abs(rel), "line %d holds report %d", i+1, rep.Number)
+		case rep.Job != "" && !ValidName(rep.Job):
+			return nil, nil, untrusted(r.abs(rel), "line %d names job %q, which is not a name", i+1, rep.Job)
 		}
 	}
-	return reports, data, nil
+	end := 0
+	for range committed {
+		end += indexByte(data[end:], '\n') + 1
+	}
+	return reports[:committed], data[:end], nil
 }
 
-// AppendReport numbers rep after the reports already recorded and appends
-// it. The caller holds the lock. The file is replaced whole through the one
-// write helper, so a crash leaves either every line or none of the new one;
-// reports are few, so rewriting them costs little.
-func (r *Run) AppendReport(rep Report) (Report, error) {
-	existing, old, err := r.readReports()
+func indexByte(b []byte, c byte) int {
+	for i, x := range b {
+		if x == c {
+			return i
+		}
+	}
+	return -1
+}
+
+// WriteReport numbers rep after the committed reports and writes
+// reports.jsonl with it appended. The caller holds the lock and commits the
+// report by saving a state that counts it. The file is replaced whole
+// through the one write helper, which also drops a line a report that
+// ended before its commit left.
+func (r *Run) WriteReport(committed int, rep Report) (Report, error) {
+	_, old, err := r.readReports(committed)
 	if err != nil {
 		return Report{}, err
+	}
+	if !utf8.ValidString(rep.Text) {
+		return Report{}, fmt.Errorf("report: its text is not UTF-8")
 	}
 	rep.Format = ReportFormat
-	rep.Number = len(existing) + 1
-	line, err := json.Marshal(rep)
+	rep.Number = committed + 1
+	line, err := encode(rep)
 	if err != nil {
 		return Report{}, err
 	}
-	data := append(append(old, line...), '\n')
-	if err := writeFile("report", r.path("reports.jsonl"), data); err != nil {
+	data := append(append([]byte{}, old...), line...)
+	if err := r.write("report", statePath("reports.jsonl"), data); err != nil {
 		return Report{}, err
 	}
 	return rep, nil

@@ -1,18 +1,30 @@
 package store
 
 import (
-	"errors"
-	"io/fs"
-	"os"
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"strings"
 )
 
 // StateFormat is the format of state.json this version reads and writes.
-const StateFormat = 1
+//
+// Format 2 is compact and stores each job's input state once; runs started
+// by a custodian that wrote format 1 are refused with the format named, to
+// be finished by that custodian (run.json names its version). A reader of
+// format 1 would have to carry a second copy of every rule about jobs for
+// runs that a redeploy can finish with the binary that started them.
+const StateFormat = 2
 
 // State is state.json: every job's record, the workflow's failure counts and
-// the moves a step still owes. A step replaces it whole.
+// the moves a step still owes. A command that changes the run replaces it
+// whole; its rename is that command's commit point.
 type State struct {
 	Format int `json:"format"`
+	// Run is the id of the run (run.json's): a state copied in from another
+	// run is refused.
+	Run string `json:"run"`
 	// InputState is the version of the algorithm that computed every input
 	// state in this record; a run hashed another way cannot be judged.
 	InputState int `json:"input_state"`
@@ -27,6 +39,9 @@ type State struct {
 	// to history/<Seq>.jsonl. A history file numbered above it belongs to a
 	// command that ended before its commit, and is not history.
 	Seq int `json:"seq"`
+	// Reports counts the committed lines of reports.jsonl; a line past them
+	// belongs to a report that ended before its commit.
+	Reports int `json:"reports"`
 	// Effects is what the history has recorded of each effect's journal, so
 	// that a journal that changed without a committed history (a process
 	// that ended inside an effect) is recorded by the next command.
@@ -39,25 +54,47 @@ type State struct {
 	// Resolving is the journal record of an effect that a committed resolve
 	// still owes: the next command writes it first.
 	Resolving *Effect `json:"resolving"`
+	// Abandoned is set when the operator ended the run for good.
+	Abandoned *Abandon `json:"abandoned"`
 }
 
 // JobState is one job's record.
 type JobState struct {
 	// Handouts counts the job's hand-outs in the run; the n-th is attempt n.
 	Handouts int `json:"handouts"`
-	// Failures counts failed attempts since the last acceptance, block or reopening.
+	// Input is the input state of the job's last hand-out, which is also
+	// the one its accepted output was accepted against: an output in place
+	// is judged against it. Nil before the first hand-out.
+	Input *Inputs `json:"input"`
+	// Outstanding is the last hand-out while it is not yet judged.
+	Outstanding *Handout `json:"outstanding"`
+	// Accepted is the SHA-256 of the accepted output; empty when the job is
+	// not accepted.
+	Accepted string `json:"accepted"`
+	// Trouble is what went wrong with the job; nil while nothing has.
+	Trouble *Trouble `json:"trouble"`
+}
+
+// Handout is a hand-out not yet judged.
+type Handout struct {
+	// Prompt is the SHA-256 of the prompt file the hand-out wrote: a prompt
+	// file edited after it was handed out refuses the output made from it.
+	Prompt string `json:"prompt"`
+}
+
+// Trouble is what went wrong with a job: its failed attempts, its blocks
+// and its stop.
+type Trouble struct {
+	// Failures counts failed attempts since the last acceptance, block or
+	// reopening.
 	Failures int `json:"failures"`
 	// BlocksTowardLimit counts blocks since the last acceptance or release.
 	BlocksTowardLimit int `json:"blocks_toward_limit"`
 	// Blocks counts the job's blocks in the run and numbers their records.
 	Blocks int `json:"blocks"`
-	// Outstanding is the input state of a hand-out not yet judged.
-	Outstanding *Inputs `json:"outstanding"`
-	// LastInput is the input state of the last hand-out; an output in place
-	// with nothing outstanding is judged against it.
-	LastInput *Inputs `json:"last_input"`
-	// Accepted is the input state and output hash of the accepted output.
-	Accepted *Acceptance `json:"accepted"`
+	// UsageLimited counts the launches of the job that ended at an
+	// account's usage limit, which charge no attempt up to a bound.
+	UsageLimited int `json:"usage_limited"`
 	// Messages say why the last attempt failed; the next prompt carries them.
 	Messages []string `json:"messages"`
 	// History lists failed attempts since the last block, for the block record.
@@ -74,27 +111,26 @@ type EffectSeen struct {
 	Runs   int    `json:"runs"`
 }
 
-// Inputs is an input state: what a job's output is judged against. Digest
-// hashes the rest; the parts are kept so that a change can be named.
+// Inputs is an input state: what a job's output is judged against, in
+// parts, so that a change can be named. Its digest (docs/hashing.md) is
+// computed from the parts.
 type Inputs struct {
-	Digest string     `json:"digest"`
-	Prompt string     `json:"prompt"`
+	// Output is the job's output path, run-relative. It is not hashed: a
+	// job is one task with one output, and a changed output path is a
+	// changed definition.
+	Output string `json:"output"`
+	// Prompt is the SHA-256 of the job's prompt.
+	Prompt string `json:"prompt"`
+	// Launch is the job's canonical launch parameters, a JSON object.
 	Launch string     `json:"launch"`
 	Files  []FileHash `json:"files"`
 }
 
 // FileHash is a declared input file and the SHA-256 of its bytes; SHA256 is
-// empty when the file did not exist.
+// empty when there was no regular file there.
 type FileHash struct {
 	Path   string `json:"path"`
 	SHA256 string `json:"sha256"`
-}
-
-// Acceptance ties one input state to one output.
-type Acceptance struct {
-	Input  Inputs `json:"input"`
-	Output string `json:"output"`
-	At     string `json:"at"`
 }
 
 // Failure is a refused or missing attempt, or a block.
@@ -108,15 +144,24 @@ type Stop struct {
 	Kind   string `json:"kind"`
 	Reason string `json:"reason"`
 	Record string `json:"record"` // run-relative path of its block record
+	// Changes are, for a stop of a changed definition, what changed, by
+	// what it changed (a job, or "patch NAME"): the operator's release
+	// lets exactly these through.
+	Changes map[string]string `json:"changes"`
 }
 
-// WorkflowState is the record of failures in the definition's own code.
+// WorkflowState is the record of the definition's own code: its failures
+// and its stop.
 type WorkflowState struct {
 	// Places counts, per place in the definition, the consecutive steps that
 	// failed there.
 	Places  map[string]int `json:"places"`
 	Blocks  int            `json:"blocks"`
 	Stopped *Stop          `json:"stopped"`
+	// Allowed are the changes of the definition that the operator released:
+	// a job whose change is allowed is reopened as the course of the run
+	// would reopen it.
+	Allowed map[string]string `json:"allowed"`
 }
 
 // Move is a file the engine moves aside. A step lists its moves in the state
@@ -124,11 +169,21 @@ type WorkflowState struct {
 // a finished move.
 type Move struct {
 	Source string `json:"source"` // run-relative
-	Target string `json:"target"` // run-relative
-	SHA256 string `json:"sha256"` // of the source when the move was planned
+	Target string `json:"target"` // run-relative, under .custodian/jobs/<job>/kept/
+	// Identity says which file the move is of: the SHA-256 of a regular
+	// file's bytes, or, for a file that is not read (a link, a pipe, a file
+	// over the size limit), its kind and inode. A source that is another
+	// file now is not moved.
+	Identity string `json:"identity"`
 }
 
-// NewState returns the state of a run on which no step has committed.
+// Abandon is the operator's end of a run.
+type Abandon struct {
+	At   string `json:"at"`
+	Text string `json:"text"`
+}
+
+// NewState returns the state of a run on which no command has committed.
 func NewState(inputState int) *State {
 	return &State{
 		Format:     StateFormat,
@@ -136,49 +191,181 @@ func NewState(inputState int) *State {
 		Named:      []string{},
 		Effects:    map[string]EffectSeen{},
 		Jobs:       map[string]*JobState{},
-		Workflow:   WorkflowState{Places: map[string]int{}},
+		Workflow:   WorkflowState{Places: map[string]int{}, Allowed: map[string]string{}},
 		Unreached:  []string{},
 		Moves:      []Move{},
 	}
 }
 
 // LoadState reads state.json. Every run has one from its start, so a
-// missing one cannot be trusted either.
+// missing one cannot be trusted either; nor can one of another run.
 func (r *Run) LoadState() (*State, error) {
-	path := r.path("state.json")
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, untrusted(path, "it is missing; a run has one from its start")
-	}
-	if err != nil {
-		return nil, &RecordError{Path: path, Err: err}
-	}
+	rel := statePath("state.json")
 	var s State
-	if err := decodeRecord(path, data, &s, StateFormat, func() int { return s.Format }); err != nil {
+	found, err := r.readRecord(rel, &s, StateFormat, func() int { return s.Format })
+	switch {
+	case err != nil:
 		return nil, err
+	case !found:
+		return nil, untrusted(r.abs(rel), "it is missing; a run has one from its start")
 	}
-	if s.Jobs == nil {
-		s.Jobs = map[string]*JobState{}
+	if err := s.check(); err != nil {
+		return nil, &RecordError{Path: r.abs(rel), Err: err}
 	}
-	for name, j := range s.Jobs {
-		if j == nil {
-			return nil, untrusted(path, "job %s has no record", name)
-		}
-	}
-	if s.Effects == nil {
-		s.Effects = map[string]EffectSeen{}
-	}
-	if s.Workflow.Places == nil {
-		s.Workflow.Places = map[string]int{}
+	if s.Run != r.Record.ID {
+		return nil, untrusted(r.abs(rel), "it belongs to run %s, not to this run (%s)", s.Run, r.Record.ID)
 	}
 	return &s, nil
 }
 
 // SaveState replaces state.json with s. label names the write point.
 func (r *Run) SaveState(label string, s *State) error {
-	data, err := encode(s)
-	if err != nil {
-		return err
+	return r.writeRecord(label, statePath("state.json"), s)
+}
+
+// check holds every name, path and count of the state to its rules: a
+// state written by hand, or by a worker, names nothing outside the run.
+func (s *State) check() error {
+	if !isHex(s.Run, 32) {
+		return fmt.Errorf("run %q is not a run's id", s.Run)
 	}
-	return writeFile(label, r.path("state.json"), data)
+	for _, n := range []struct {
+		what string
+		v    int
+	}{{"steps", s.Steps}, {"replayed", s.Replayed}, {"seq", s.Seq}, {"reports", s.Reports}, {"kept", s.Kept}, {"workflow.blocks", s.Workflow.Blocks}} {
+		if n.v < 0 {
+			return fmt.Errorf("%s is negative", n.what)
+		}
+	}
+	if s.Replayed > s.Steps {
+		return fmt.Errorf("replayed %d is past steps %d", s.Replayed, s.Steps)
+	}
+	for _, name := range s.Named {
+		if !ValidName(name) {
+			return fmt.Errorf("named: %q is not a job's name", name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.Jobs)) {
+		if err := s.Jobs[name].check(name); err != nil {
+			return fmt.Errorf("jobs[%q]: %w", name, err)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.Effects)) {
+		if !ValidName(name) {
+			return fmt.Errorf("effects: %q is not an effect's name", name)
+		}
+	}
+	for _, name := range s.Unreached {
+		if !ValidName(name) {
+			return fmt.Errorf("unreached: %q is not an effect's name", name)
+		}
+	}
+	if err := s.Workflow.Stopped.check(); err != nil {
+		return fmt.Errorf("workflow.stopped: %w", err)
+	}
+	for i, m := range s.Moves {
+		if err := m.check(); err != nil {
+			return fmt.Errorf("moves[%d]: %w", i, err)
+		}
+	}
+	if e := s.Resolving; e != nil {
+		if err := e.check(); err != nil {
+			return fmt.Errorf("resolving: %w", err)
+		}
+	}
+	return nil
+}
+
+func (j *JobState) check(name string) error {
+	switch {
+	case !ValidName(name):
+		return fmt.Errorf("%q is not a job's name", name)
+	case j == nil:
+		return fmt.Errorf("the job has no record")
+	case j.Handouts < 0:
+		return fmt.Errorf("handouts is negative")
+	case j.Accepted != "" && !isHex(j.Accepted, 64):
+		return fmt.Errorf("accepted %q is not a SHA-256", j.Accepted)
+	case (j.Accepted != "" || j.Outstanding != nil) && j.Input == nil:
+		return fmt.Errorf("it is accepted or handed out without an input state")
+	}
+	if j.Input != nil {
+		if err := j.Input.check(); err != nil {
+			return fmt.Errorf("input: %w", err)
+		}
+	}
+	if o := j.Outstanding; o != nil && !isHex(o.Prompt, 64) {
+		return fmt.Errorf("outstanding.prompt %q is not a SHA-256", o.Prompt)
+	}
+	if t := j.Trouble; t != nil {
+		if t.Failures < 0 || t.BlocksTowardLimit < 0 || t.Blocks < 0 || t.UsageLimited < 0 {
+			return fmt.Errorf("trouble: a count is negative")
+		}
+		if err := t.Stopped.check(); err != nil {
+			return fmt.Errorf("trouble.stopped: %w", err)
+		}
+	}
+	return nil
+}
+
+func (in *Inputs) check() error {
+	if !Clean(in.Output) || inStateDir(in.Output) {
+		return fmt.Errorf("output %q is not a path inside the run", in.Output)
+	}
+	if !isHex(in.Prompt, 64) {
+		return fmt.Errorf("prompt %q is not a SHA-256", in.Prompt)
+	}
+	for i, f := range in.Files {
+		if err := f.check(); err != nil {
+			return fmt.Errorf("files[%d]: %w", i, err)
+		}
+	}
+	return nil
+}
+
+func (f FileHash) check() error {
+	if !ValidKey(f.Path) {
+		return fmt.Errorf("path %q is neither a clean path inside the run nor a clean absolute path", f.Path)
+	}
+	if f.SHA256 != "" && !isHex(f.SHA256, 64) {
+		return fmt.Errorf("sha256 %q is not a SHA-256", f.SHA256)
+	}
+	return nil
+}
+
+// ValidKey says whether key names an input the way records do: a clean
+// path inside the run, or a clean absolute path outside it.
+func ValidKey(key string) bool {
+	if strings.HasPrefix(key, "/") {
+		return path.Clean(key) == key && !strings.ContainsFunc(key, isControl)
+	}
+	return Clean(key)
+}
+
+func (s *Stop) check() error {
+	if s == nil {
+		return nil
+	}
+	if !Clean(s.Record) || !inStateDir(s.Record) {
+		return fmt.Errorf("record %q is not a path in %s/", s.Record, StateDir)
+	}
+	return nil
+}
+
+func (m Move) check() error {
+	if !Clean(m.Source) || inStateDir(m.Source) {
+		return fmt.Errorf("source %q is not a path inside the run", m.Source)
+	}
+	parts := strings.Split(m.Target, "/")
+	if !Clean(m.Target) || len(parts) != 5 || parts[0] != StateDir || parts[1] != "jobs" || !ValidName(parts[2]) || parts[3] != "kept" {
+		return fmt.Errorf("target %q is not a path in %s/jobs/<job>/kept/", m.Target, StateDir)
+	}
+	if m.Identity == "" {
+		return fmt.Errorf("it has no identity")
+	}
+	return nil
+}
+
+func inStateDir(rel string) bool {
+	return rel == StateDir || strings.HasPrefix(rel, StateDir+"/")
 }

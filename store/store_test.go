@@ -14,11 +14,29 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// newRun starts a run in a fresh directory and returns it, open.
 func newRun(t *testing.T) *store.Run {
 	t.Helper()
 	r, err := store.Create(filepath.Join(t.TempDir(), "run"), store.RunRecord{Definition: "def", Version: "test"}, store.NewState(1))
 	require.NoError(t, err)
+	t.Cleanup(r.Close)
 	return r
+}
+
+// locked takes r's lock for the rest of the test, as a command that writes
+// records holds it.
+func locked(t *testing.T, r *store.Run) {
+	t.Helper()
+	unlock, err := r.Lock()
+	require.NoError(t, err)
+	t.Cleanup(unlock)
+}
+
+// newState returns a state of r's run.
+func newState(r *store.Run) *store.State {
+	st := store.NewState(1)
+	st.Run = r.Record.ID
+	return st
 }
 
 func writeFile(t *testing.T, path, text string) {
@@ -43,8 +61,9 @@ func sha(text string) string {
 // generic form for the tests to spoil.
 func savedState(t *testing.T, r *store.Run) map[string]any {
 	t.Helper()
-	st := store.NewState(1)
-	st.Jobs["a"] = &store.JobState{Handouts: 1, Messages: []string{}, History: []string{}}
+	st := newState(r)
+	st.Jobs["a"] = &store.JobState{Handouts: 1}
+	locked(t, r)
 	require.NoError(t, r.SaveState("state", st))
 	var m map[string]any
 	require.NoError(t, json.Unmarshal([]byte(readFile(t, r.StatePath("state.json"))), &m))
@@ -53,15 +72,17 @@ func savedState(t *testing.T, r *store.Run) map[string]any {
 
 func TestStateRoundTrips(t *testing.T) {
 	r := newRun(t)
-	st := store.NewState(1)
-	in := store.Inputs{Digest: "d", Prompt: "p", Launch: "l", Files: []store.FileHash{{Path: "source.md", SHA256: "s"}}}
+	st := newState(r)
+	in := store.Inputs{Output: "a.md", Prompt: sha("p"), Launch: `{"model":"small"}`, Files: []store.FileHash{{Path: "source.md", SHA256: sha("s")}, {Path: "/elsewhere/x", SHA256: ""}}}
 	st.Jobs["a"] = &store.JobState{
-		Handouts: 2, Failures: 1, BlocksTowardLimit: 1, Blocks: 1,
-		LastInput: &in, Messages: []string{"m"}, History: []string{"h"},
-		Stopped: &store.Stop{Kind: "no-output", Reason: "r", Record: ".custodian/jobs/a/block-1.md"},
+		Handouts: 2, Input: &in, Outstanding: &store.Handout{Prompt: sha("prompt file")},
+		Trouble: &store.Trouble{Failures: 1, BlocksTowardLimit: 1, Blocks: 1, Messages: []string{"m\nwith \"quotes\""}, History: []string{"h"},
+			Stopped: &store.Stop{Kind: "no-output", Reason: "r", Record: ".custodian/jobs/a/block-1.md", Changes: map[string]string{}}},
 	}
+	st.Jobs["b"] = &store.JobState{Handouts: 1, Input: &in, Accepted: sha("output")}
 	st.Kept = 3
-	st.Moves = []store.Move{{Source: "a.md", Target: ".custodian/jobs/a/kept/3-a.md", SHA256: "x"}}
+	st.Moves = []store.Move{{Source: "a.md", Target: ".custodian/jobs/a/kept/3-a.md", Identity: sha("x")}}
+	locked(t, r)
 	require.NoError(t, r.SaveState("state", st))
 
 	got, err := r.LoadState()
@@ -74,9 +95,12 @@ func TestLoadStateOfARunWithoutSteps(t *testing.T) {
 	initial := store.NewState(7)
 	r, err := store.Create(filepath.Join(t.TempDir(), "run"), store.RunRecord{Definition: "def", Version: "test"}, initial)
 	require.NoError(t, err)
+	defer r.Close()
 	st, err := r.LoadState()
 	require.NoError(t, err)
-	assert.Equal(t, store.NewState(7), st, "no step has committed, so the state is the initial one")
+	want := store.NewState(7)
+	want.Run = r.Record.ID
+	assert.Equal(t, want, st, "no step has committed, so the state is the initial one")
 }
 
 func TestLoadStateOfARunWhoseStateWasRemovedIsUntrusted(t *testing.T) {
@@ -110,16 +134,33 @@ func TestStateDecodingIsStrict(t *testing.T) {
 		spoil func(m map[string]any) string // returns the bytes to store; "" to marshal m
 	}{
 		{"missing top-level field", func(m map[string]any) string { delete(m, "moves"); return "" }},
-		{"missing job field", func(m map[string]any) string { delete(job(m), "blocks_toward_limit"); return "" }},
+		{"missing job field", func(m map[string]any) string { delete(job(m), "trouble"); return "" }},
 		{"missing nested workflow field", func(m map[string]any) string {
 			delete(m["workflow"].(map[string]any), "places")
 			return ""
 		}},
 		{"unknown top-level field", func(m map[string]any) string { m["repairs"] = 1; return "" }},
 		{"unknown job field", func(m map[string]any) string { job(m)["repairs"] = 1; return "" }},
-		{"another format", func(m map[string]any) string { m["format"] = 2; return "" }},
+		{"another format", func(m map[string]any) string { m["format"] = 3; return "" }},
+		{"another run", func(m map[string]any) string { m["run"] = strings.Repeat("0", 32); return "" }},
+		{"a job whose name is a path", func(m map[string]any) string {
+			m["jobs"].(map[string]any)["../a"] = job(m)
+			return ""
+		}},
+		{"a move out of the run", func(m map[string]any) string {
+			m["moves"] = []any{map[string]any{"source": "../victim.txt", "target": ".custodian/jobs/a/kept/1-victim.txt", "identity": "x"}}
+			return ""
+		}},
+		{"a move into the run", func(m map[string]any) string {
+			m["moves"] = []any{map[string]any{"source": "a.md", "target": "b.md", "identity": "x"}}
+			return ""
+		}},
+		{"a field given twice", func(m map[string]any) string {
+			b, _ := json.Marshal(m)
+			return strings.Replace(string(b), `"kept":0`, `"kept":0,"kept":1`, 1)
+		}},
 		{"format zero", func(m map[string]any) string { m["format"] = 0; return "" }},
-		{"format as a string", func(m map[string]any) string { m["format"] = "1"; return "" }},
+		{"format as a string", func(m map[string]any) string { m["format"] = "2"; return "" }},
 		{"a count as a string", func(m map[string]any) string { job(m)["handouts"] = "1"; return "" }},
 		{"a count as a bool", func(m map[string]any) string { job(m)["handouts"] = true; return "" }},
 		{"a count that is null", func(m map[string]any) string { job(m)["handouts"] = nil; return "" }},
@@ -142,6 +183,7 @@ func TestStateDecodingIsStrict(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRun(t)
 			m := savedState(t, r)
+			m["run"] = r.Record.ID
 			data := tc.spoil(m)
 			if data == "" {
 				b, err := json.Marshal(m)
@@ -173,18 +215,27 @@ func TestUnspoiledStateLoads(t *testing.T) {
 	assert.Equal(t, 1, st.Jobs["a"].Handouts)
 }
 
+const (
+	runID   = "0123456789abcdef0123456789abcdef"
+	goodRun = `{"format":2,"id":"` + runID + `","definition":"def","params":{"k":"v"},"patches":[],"started_at":"2026-01-01T00:00:00Z","version":"v"}`
+)
+
 func TestRunRecordDecodingIsStrict(t *testing.T) {
 	cases := []struct {
 		name string
 		data string
 		want error
 	}{
-		{"missing field", `{"format":1,"definition":"def","params":{},"started_at":"t"}`, store.ErrUntrusted},
-		{"unknown field", `{"format":1,"definition":"def","params":{},"started_at":"t","version":"v","extra":1}`, store.ErrUntrusted},
-		{"another format", `{"format":2,"definition":"def","params":{},"started_at":"t","version":"v"}`, store.ErrUntrusted},
-		{"params not strings", `{"format":1,"definition":"def","params":{"n":1},"started_at":"t","version":"v"}`, store.ErrUntrusted},
-		{"trailing data", `{"format":1,"definition":"def","params":{},"started_at":"t","version":"v"} {}`, store.ErrUntrusted},
-		{"no definition", `{"format":1,"definition":"","params":{},"started_at":"t","version":"v"}`, store.ErrUntrusted},
+		{"missing field", `{"format":2,"id":"` + runID + `","definition":"def","params":{},"patches":[],"started_at":"2026-01-01T00:00:00Z"}`, store.ErrUntrusted},
+		{"unknown field", strings.Replace(goodRun, `"version"`, `"extra":1,"version"`, 1), store.ErrUntrusted},
+		{"another format", strings.Replace(goodRun, `"format":2`, `"format":3`, 1), store.ErrUntrusted},
+		{"params not strings", strings.Replace(goodRun, `"params":{"k":"v"}`, `"params":{"n":1}`, 1), store.ErrUntrusted},
+		{"a parameter that is not a name", strings.Replace(goodRun, `"params":{"k":"v"}`, `"params":{"../k":"v"}`, 1), store.ErrUntrusted},
+		{"trailing data", goodRun + " {}", store.ErrUntrusted},
+		{"no definition", strings.Replace(goodRun, `"definition":"def"`, `"definition":""`, 1), store.ErrUntrusted},
+		{"a definition that is a path", strings.Replace(goodRun, `"definition":"def"`, `"definition":"../def"`, 1), store.ErrUntrusted},
+		{"an id that is no id", strings.Replace(goodRun, runID, "x", 1), store.ErrUntrusted},
+		{"not a time", strings.Replace(goodRun, `2026-01-01T00:00:00Z`, `yesterday`, 1), store.ErrUntrusted},
 		{"not JSON", `definition: def`, store.ErrUntrusted},
 	}
 	for _, tc := range cases {
@@ -198,9 +249,10 @@ func TestRunRecordDecodingIsStrict(t *testing.T) {
 
 	t.Run("control", func(t *testing.T) {
 		r := newRun(t)
-		writeFile(t, r.StatePath("run.json"), `{"format":1,"definition":"def","params":{"k":"v"},"started_at":"t","version":"v"}`)
+		writeFile(t, r.StatePath("run.json"), goodRun)
 		got, err := store.Open(r.Dir)
 		require.NoError(t, err)
+		defer got.Close()
 		assert.Equal(t, map[string]string{"k": "v"}, got.Record.Params)
 	})
 }
@@ -212,8 +264,10 @@ func TestOpenAndCreate(t *testing.T) {
 
 	r, err := store.Create(dir, store.RunRecord{Definition: "def", Params: map[string]string{"a": "b"}, Version: "v"}, store.NewState(1))
 	require.NoError(t, err)
+	defer r.Close()
 	opened, err := store.Open(dir)
 	require.NoError(t, err)
+	defer opened.Close()
 	assert.Equal(t, r.Record, opened.Record)
 	assert.Equal(t, store.RunFormat, opened.Record.Format)
 
@@ -221,25 +275,29 @@ func TestOpenAndCreate(t *testing.T) {
 	assert.ErrorIs(t, err, store.ErrExists)
 	again, err := store.Open(dir)
 	require.NoError(t, err)
+	defer again.Close()
 	assert.Equal(t, "def", again.Record.Definition, "a refused start changed run.json")
 	st, err := again.LoadState()
 	require.NoError(t, err)
-	assert.Equal(t, store.NewState(1), st, "a refused start changed state.json")
+	want := store.NewState(1)
+	want.Run = r.Record.ID
+	assert.Equal(t, want, st, "a refused start changed state.json")
 }
 
 func TestReportsAreNumberedInOrder(t *testing.T) {
 	r := newRun(t)
-	reports, err := r.Reports()
+	reports, err := r.Reports(0)
 	require.NoError(t, err)
 	assert.Empty(t, reports)
 
+	locked(t, r)
 	for i, event := range []string{"launch-failed", "repair", "stop"} {
-		rep, err := r.AppendReport(store.Report{Event: event, Job: "a", Text: "t", At: "now", Number: 99})
+		rep, err := r.WriteReport(i, store.Report{Event: event, Job: "a", Text: "t", At: "now", Number: 99})
 		require.NoError(t, err)
 		assert.Equal(t, i+1, rep.Number, "the store numbers reports, not the caller")
 		assert.Equal(t, store.ReportFormat, rep.Format)
 	}
-	reports, err = r.Reports()
+	reports, err = r.Reports(3)
 	require.NoError(t, err)
 	require.Len(t, reports, 3)
 	for i, rep := range reports {
@@ -250,28 +308,54 @@ func TestReportsAreNumberedInOrder(t *testing.T) {
 }
 
 func TestReportsDecodingIsStrict(t *testing.T) {
-	good := `{"format":1,"number":1,"event":"repair","job":"","text":"t","at":"now"}`
-	cases := map[string]string{
-		"numbering gap":     good + "\n" + strings.Replace(good, `"number":1`, `"number":3`, 1) + "\n",
-		"numbering restart": good + "\n" + good + "\n",
-		"unknown field":     strings.Replace(good, `{`, `{"x":1,`, 1) + "\n",
-		"missing field":     strings.Replace(good, `"job":"",`, ``, 1) + "\n",
-		"another format":    strings.Replace(good, `"format":1`, `"format":2`, 1) + "\n",
-		"incomplete line":   good,
-		"not JSON":          "repair\n",
-		"two values a line": good + " " + good + "\n",
+	good := `{"format":2,"number":1,"event":"repair","job":"","text":"t","at":"now","seq":0,"step":0}`
+	second := strings.Replace(good, `"number":1`, `"number":2`, 1)
+	cases := map[string]struct {
+		data      string
+		committed int
+	}{
+		"numbering gap":        {good + "\n" + strings.Replace(good, `"number":1`, `"number":3`, 1) + "\n", 2},
+		"numbering restart":    {good + "\n" + good + "\n", 2},
+		"unknown field":        {strings.Replace(good, `{`, `{"x":1,`, 1) + "\n", 1},
+		"missing field":        {strings.Replace(good, `"job":"",`, ``, 1) + "\n", 1},
+		"another format":       {strings.Replace(good, `"format":2`, `"format":3`, 1) + "\n", 1},
+		"incomplete line":      {good, 1},
+		"not JSON":             {"repair\n", 1},
+		"two values a line":    {good + " " + good + "\n", 1},
+		"a job that is a path": {strings.Replace(good, `"job":""`, `"job":"../x"`, 1) + "\n", 1},
+		"cut at a line":        {good + "\n", 2},
+		"missing":              {"", 1},
+		"a report not UTF-8":   {strings.Replace(good, `"text":"t"`, "\"text\":\"\xff\"", 1) + "\n", 1},
+		"the second one cut":   {good + "\n" + second[:20], 2},
 	}
-	for name, data := range cases {
+	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			r := newRun(t)
-			writeFile(t, r.StatePath("reports.jsonl"), data)
-			_, err := r.Reports()
+			if tc.data != "" {
+				writeFile(t, r.StatePath("reports.jsonl"), tc.data)
+			}
+			_, err := r.Reports(tc.committed)
 			assert.ErrorIs(t, err, store.ErrUntrusted)
-			_, err = r.AppendReport(store.Report{Event: "stop", At: "now"})
+			locked(t, r)
+			_, err = r.WriteReport(tc.committed, store.Report{Event: "stop", At: "now"})
 			assert.ErrorIs(t, err, store.ErrUntrusted, "a report was appended to untrusted reports")
-			assert.Equal(t, data, readFile(t, r.StatePath("reports.jsonl")))
 		})
 	}
+
+	// A line past the committed ones is not read: a report that ended
+	// before its commit left it, and the next report replaces it.
+	r := newRun(t)
+	writeFile(t, r.StatePath("reports.jsonl"), good+"\n"+second+"\n")
+	reports, err := r.Reports(1)
+	require.NoError(t, err)
+	assert.Len(t, reports, 1)
+	locked(t, r)
+	rep, err := r.WriteReport(1, store.Report{Event: "stop", At: "now"})
+	require.NoError(t, err)
+	assert.Equal(t, 2, rep.Number)
+	reports, err = r.Reports(2)
+	require.NoError(t, err)
+	assert.Equal(t, "stop", reports[1].Event)
 }
 
 func TestPerformMovesAndSkips(t *testing.T) {
@@ -307,7 +391,8 @@ func TestPerformMovesAndSkips(t *testing.T) {
 				writeFile(t, target, tc.target)
 			}
 
-			err := r.Perform([]store.Move{{Source: "a.md", Target: ".custodian/jobs/a/kept/1-a.md", SHA256: sha(tc.planned)}})
+			locked(t, r)
+			err := r.Perform([]store.Move{{Source: "a.md", Target: ".custodian/jobs/a/kept/1-a.md", Identity: sha(tc.planned)}})
 			require.NoError(t, err)
 			assertContent(t, source, tc.wantSource, tc.description)
 			assertContent(t, target, tc.wantTarget, tc.description)
@@ -320,9 +405,10 @@ func TestPerformCarriesOutEveryMoveInOrder(t *testing.T) {
 	writeFile(t, filepath.Join(r.Dir, "sub", "x.problem.md"), "problem\n")
 	writeFile(t, filepath.Join(r.Dir, "sub", "x.md"), "output\n")
 	moves := []store.Move{
-		{Source: "sub/x.problem.md", Target: ".custodian/jobs/x/kept/1-x.problem.md", SHA256: sha("problem\n")},
-		{Source: "sub/x.md", Target: ".custodian/jobs/x/kept/2-x.md", SHA256: sha("output\n")},
+		{Source: "sub/x.problem.md", Target: ".custodian/jobs/x/kept/1-x.problem.md", Identity: sha("problem\n")},
+		{Source: "sub/x.md", Target: ".custodian/jobs/x/kept/2-x.md", Identity: sha("output\n")},
 	}
+	locked(t, r)
 	require.NoError(t, r.Perform(moves))
 	assertContent(t, r.StatePath("jobs", "x", "kept", "1-x.problem.md"), "problem\n", "")
 	assertContent(t, r.StatePath("jobs", "x", "kept", "2-x.md"), "output\n", "")
@@ -345,19 +431,28 @@ func assertContent(t *testing.T, path, want, msg string) {
 	}
 }
 
-func TestFileSHA256(t *testing.T) {
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "f"), "bytes")
-	cases := map[string]string{
-		"f":           sha("bytes"),
-		"missing":     "",
-		".":           "",
-		"f/under-one": "",
+func TestFiles_Hash(t *testing.T) {
+	r := newRun(t)
+	writeFile(t, filepath.Join(r.Dir, "f"), "bytes")
+	writeFile(t, filepath.Join(r.Dir, "big"), strings.Repeat("x", 100))
+	require.NoError(t, os.Mkdir(filepath.Join(r.Dir, "dir"), 0o755))
+	require.NoError(t, os.Symlink("f", filepath.Join(r.Dir, "link")))
+	outside := filepath.Join(t.TempDir(), "outside")
+	writeFile(t, outside, "outside bytes")
+	cases := map[string]store.Content{
+		"f":           {Kind: store.Regular, Size: 5, SHA256: sha("bytes")},
+		"missing":     {},
+		"dir":         {Kind: store.Directory},
+		"link":        {Kind: store.Link},
+		"f/under-one": {},
+		"big":         {Kind: store.Regular, Size: 100, Over: true},
+		outside:       {Kind: store.Regular, Size: 13, SHA256: sha("outside bytes")},
 	}
-	for rel, want := range cases {
-		got, err := store.FileSHA256(filepath.Join(dir, rel))
-		require.NoError(t, err, rel)
-		assert.Equal(t, want, got, rel)
+	files := r.Files()
+	for key, want := range cases {
+		got, err := files.Hash(key, 50)
+		require.NoError(t, err, key)
+		assert.Equal(t, want, got, key)
 	}
 }
 
@@ -367,6 +462,7 @@ func TestLockIsExclusive(t *testing.T) {
 	r := newRun(t)
 	other, err := store.Open(r.Dir)
 	require.NoError(t, err)
+	defer other.Close()
 
 	unlock, err := r.Lock()
 	require.NoError(t, err)
@@ -384,6 +480,7 @@ func TestLockIsExclusive(t *testing.T) {
 
 func TestWriteRecordReplacesWhole(t *testing.T) {
 	r := newRun(t)
+	locked(t, r)
 	require.NoError(t, r.WriteText("block", store.JobBlockPath("a", 1), []byte("first, and longer\n")))
 	require.NoError(t, r.WriteText("block", store.JobBlockPath("a", 1), []byte("second\n")))
 	assert.Equal(t, "second\n", readFile(t, r.StatePath("jobs", "a", "block-1.md")))
@@ -400,11 +497,10 @@ func TestWriteRecordReplacesWhole(t *testing.T) {
 // the operator learns which custodian reads the run rather than which field
 // this one lacks.
 func TestARecordOfAnotherFormatSaysSo(t *testing.T) {
-	r, err := store.Create(filepath.Join(t.TempDir(), "run"), store.RunRecord{Definition: "def", Version: "v"}, store.NewState(1))
-	require.NoError(t, err)
-	writeFile(t, r.StatePath("state.json"), `{"format":2,"a field of format 2":true}`)
+	r := newRun(t)
+	writeFile(t, r.StatePath("state.json"), `{"format":1,"a field of format 1":true}`)
 
-	_, err = r.LoadState()
+	_, err := r.LoadState()
 	require.ErrorIs(t, err, store.ErrUntrusted)
-	assert.Contains(t, err.Error(), "it has format 2; this custodian reads format 1")
+	assert.Contains(t, err.Error(), "it has format 1; this custodian reads format 2")
 }

@@ -121,7 +121,10 @@ func TestAgentDrivesTrialScenarios(t *testing.T) {
 				assert.Equal(t, notesText, readFile(t, filepath.Join(dir, "notes.md")))
 				run, err := store.Open(dir)
 				require.NoError(t, err)
-				reports, err := run.Reports()
+				defer run.Close()
+				st, err := run.LoadState()
+				require.NoError(t, err)
+				reports, err := run.Reports(st.Reports)
 				require.NoError(t, err)
 				require.Len(t, reports, 1)
 				assert.Equal(t, [3]string{"repair", "notes", "copied incoming/notes.md to notes.md"},

@@ -89,9 +89,12 @@ func TestSetupPlacesWhatEachScenarioNeeds(t *testing.T) {
 			assert.Equal(t, tt.params, setupParams(t, dir))
 			run, err := store.Open(dir)
 			require.NoError(t, err)
+			defer run.Close()
 			st, err := run.LoadState()
 			require.NoError(t, err)
-			assert.Equal(t, store.NewState(workflow.InputStateVersion), st, "setup ran a step")
+			want := store.NewState(workflow.InputStateVersion)
+			want.Run = run.Record.ID
+			assert.Equal(t, want, st, "setup ran a step")
 		})
 	}
 }

@@ -4,11 +4,13 @@ import "github.com/custodian-run/custodian/store"
 
 // apply carries out a step's plan, in the order docs/crash-points.md gives:
 //
-//  1. block records and prompt files, at paths numbered from the old state;
-//  2. the history of the step, history/<seq>.jsonl;
-//  3. state.json, listing the moves the step owes: the commit point;
-//  4. the moves, files set aside into jobs/<job>/kept/;
-//  5. state.json again, with no moves owed.
+//  1. block records and prompt files, at paths numbered from the old state,
+//     made durable with one sync;
+//  2. the hash cache, when the step hashed what it did not know;
+//  3. the history of the step, history/<seq>.jsonl;
+//  4. state.json, listing the moves the step owes: the commit point;
+//  5. the moves, files set aside into jobs/<job>/kept/;
+//  6. state.json again, with no moves owed.
 //
 // A process that ends before the commit point leaves the run as it was (the
 // next step writes the same files again); one that ends after it leaves
@@ -19,13 +21,28 @@ func (o *Orchestrator) apply(p *plan) error {
 			return err
 		}
 	}
+	if len(p.texts) > 0 {
+		// One sync of the file system for every text the step wrote, rather
+		// than one per file: ten thousand prompt files cost one flush.
+		if err := o.run.SyncTexts(); err != nil {
+			return err
+		}
+	}
+	// The hash cache is derived data: a step that ends before it is
+	// written leaves the old cache, which the racy rule keeps honest, and
+	// one that ends after it is run again and finds what it hashed.
+	if p.files != nil {
+		if err := p.files.Save(); err != nil {
+			return err
+		}
+	}
 	if err := o.commit("state", p.state, p.events); err != nil {
 		return err
 	}
-	if len(p.moves) == 0 {
-		return nil
+	if len(p.moves) > 0 {
+		return o.finishMoves(p.state)
 	}
-	return o.finishMoves(p.state)
+	return nil
 }
 
 // finishMoves performs the moves the committed state owes, and saves the

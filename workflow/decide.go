@@ -31,6 +31,9 @@ type plan struct {
 	events []store.Event
 	// moves are the files to set aside after the commit.
 	moves []store.Move
+	// files hashed the run's files; it keeps what it learned in the cache.
+	// Nil when the step hashed nothing.
+	files *store.Files
 }
 
 // textFile is a prompt file or a block record to write, at a path relative
@@ -55,7 +58,7 @@ func (o *Orchestrator) decide(rec *loaded, journal func(string, *store.Effect) e
 	}
 	r := newReplay(o, st, effects, limits)
 	r.journal = journal
-	r.run()
+	r.play()
 	if r.ruleErr != nil {
 		return nil, r.ruleErr
 	}
@@ -142,6 +145,7 @@ func (o *Orchestrator) decideReplayed(r *replay, reports []store.Report) (*plan,
 		state:   st,
 		events:  sealHistory(st, r.effects, o.stepEvents(out, h.events)),
 		moves:   h.moves,
+		files:   r.files,
 	}, nil
 }
 
@@ -172,7 +176,7 @@ func (o *Orchestrator) decideUncertain(r *replay, byName []*named, blocks []Bloc
 	effects := slices.SortedFunc(slices.Values(r.uncertain), func(a, b EffectState) int { return strings.Compare(a.Name, b.Name) })
 	out := Outcome{Kind: KindUncertain, Effects: effects, Blocks: blocks}
 	st.Steps++
-	return &plan{outcome: out, texts: texts, state: st, events: sealHistory(st, r.effects, o.stepEvents(out, nil))}
+	return &plan{outcome: out, texts: texts, state: st, events: sealHistory(st, r.effects, o.stepEvents(out, nil)), files: r.files}
 }
 
 // handouts is what a counted step moves aside and hands out, job by job in
@@ -212,11 +216,18 @@ func (h *handouts) plan(o *Orchestrator, r *replay, handingOut bool) error {
 			if n.reopen != "" {
 				// A reopened job starts a full set of attempts.
 				h.events = append(h.events, store.Event{Type: store.EventReopen, Subject: name, Text: n.reopen})
-				n.js.Accepted, n.js.Failures = nil, 0
-				n.js.Messages, n.js.History = nil, nil
+				n.js.Accepted = ""
+				if t := n.js.Trouble; t != nil {
+					t.Failures, t.Messages, t.History = 0, []string{}, []string{}
+				}
+				tidy(n.js)
 			}
 			for _, rel := range []string{n.spec.output, n.spec.problem} {
-				if exists(r.abs(rel)) {
+				info, err := r.run.Stat(rel)
+				if err != nil {
+					return err
+				}
+				if info.Kind != store.Missing {
 					if _, err := h.keep(r, name, rel); err != nil {
 						return err
 					}
@@ -230,12 +241,12 @@ func (h *handouts) plan(o *Orchestrator, r *replay, handingOut bool) error {
 
 // keep plans moving the file at rel aside for job, numbered across the run.
 func (h *handouts) keep(r *replay, job, rel string) (store.Move, error) {
-	sum, err := store.FileSHA256(r.abs(rel))
+	id, err := r.run.Identity(rel)
 	if err != nil {
 		return store.Move{}, err
 	}
 	h.state.Kept++
-	m := store.Move{Source: rel, Target: store.KeptPath(job, h.state.Kept, rel), SHA256: sum}
+	m := store.Move{Source: rel, Target: store.KeptPath(job, h.state.Kept, rel), Identity: id}
 	h.moves = append(h.moves, m)
 	h.events = append(h.events, keepEvent(job, m))
 	return m, nil
@@ -245,13 +256,13 @@ func (h *handouts) keep(r *replay, job, rel string) (store.Move, error) {
 // will be judged against, and its prompt is a new file.
 func (h *handouts) handOut(o *Orchestrator, r *replay, n *named) {
 	name, js := n.spec.job.Name, n.js
+	text := promptText(r, n)
 	js.Handouts++
 	in := n.current
-	js.Outstanding = &in
-	last := cloneInputs(in)
-	js.LastInput = &last
+	js.Input = &in
+	js.Outstanding = &store.Handout{Prompt: sha256Hex(text)}
 	prompt := store.PromptPath(name, js.Handouts)
-	h.prompts = append(h.prompts, textFile{label: "prompt", rel: prompt, data: promptText(r, n)})
+	h.prompts = append(h.prompts, textFile{label: "prompt", rel: prompt, data: text})
 	h.events = append(h.events, store.Event{Type: store.EventHandout, Subject: name, Attempt: js.Handouts, Path: prompt})
 	h.launch = append(h.launch, Handout{
 		Name:    name,

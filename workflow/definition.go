@@ -23,10 +23,19 @@ type Limits struct {
 	// Repairs is how many blocks of one subject in a row permit a repair;
 	// the next permits only stopping. Zero means every block stops.
 	Repairs int
+	// MaxOutput is the largest output, in bytes, that is read and judged;
+	// a larger one is refused without being read. Zero means
+	// DefaultMaxOutput. A job can set its own (Job.MaxOutput).
+	MaxOutput int64
 }
 
-// DefaultLimits: one retry (two attempts a cycle), and one repair.
-var DefaultLimits = Limits{Retries: 1, Repairs: 1}
+// DefaultMaxOutput is large enough for real documents, and small enough
+// that a runaway worker's output is refused rather than read at every step.
+const DefaultMaxOutput = 32 << 20
+
+// DefaultLimits: one retry (two attempts a cycle), one repair, and outputs
+// of up to DefaultMaxOutput bytes.
+var DefaultLimits = Limits{Retries: 1, Repairs: 1, MaxOutput: DefaultMaxOutput}
 
 // Params are a run's parameters, given when it starts and kept in run.json.
 type Params map[string]string
@@ -83,8 +92,11 @@ func (d *Definition) limits(p Params) (l Limits, err error) {
 		}()
 		l = d.Limits(p)
 	}
-	if l.Retries < 0 || l.Repairs < 0 {
-		return l, &DefinitionError{Definition: d.Name, Rule: fmt.Sprintf("limits %+v: no limit may be negative", l)}
+	if l.Retries < 0 || l.Repairs < 0 || l.MaxOutput < 0 {
+		return l, &DefinitionError{Definition: d.Name, Rule: fmt.Sprintf("limits {Retries:%d Repairs:%d}: no limit may be negative", l.Retries, l.Repairs)}
+	}
+	if l.MaxOutput == 0 {
+		l.MaxOutput = DefaultMaxOutput
 	}
 	return l, nil
 }

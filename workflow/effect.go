@@ -52,7 +52,7 @@ func (c *Context) Effect(name string, do func() error, opts ...EffectOption) {
 	if err := r.declareEffect(e); err != nil {
 		r.breakRule(err)
 	}
-	current, err := filesState(r.dir, e.inputs, &r.hashes)
+	current, err := filesState(r.files, e.inputs)
 	if err != nil {
 		r.stopOn(fmt.Errorf("effect %s: %w", name, err))
 	}
@@ -166,8 +166,8 @@ func (r *replay) save(err error) {
 }
 
 // filesState hashes declared files the way input states do.
-func filesState(runDir string, keys []string, hs *hashes) ([]store.FileHash, error) {
-	in, err := inputState(runDir, &spec{inputs: keys}, hs)
+func filesState(files *store.Files, keys []string) ([]store.FileHash, error) {
+	in, err := inputState(files, &spec{inputs: keys})
 	return in.Files, err
 }
 

@@ -410,7 +410,7 @@ func TestEffectUntrustedJournalFailsTheStepAndRepeatsNothing(t *testing.T) {
 	}{
 		{name: "not JSON", damage: func(r *effectRun) { r.write(".custodian/effects/publish.json", "{\"format\": 1, \"na") }},
 		{name: "another format", damage: func(r *effectRun) {
-			effectEditJournal(r, "publish", func(f map[string]any) { f["format"] = 2 })
+			effectEditJournal(r, "publish", func(f map[string]any) { f["format"] = 3 })
 		}},
 		{name: "a name that does not match its file", damage: func(r *effectRun) {
 			// The journal of publish under another name: publish itself
@@ -465,13 +465,17 @@ func TestEffectOwedMoveWithAKeptCopyLeavesALaterFileInPlace(t *testing.T) {
 	// The state as that step committed it, before its moves were done.
 	run, err := store.Open(r.dir)
 	require.NoError(t, err)
+	defer run.Close()
+	unlock, err := run.Lock()
+	require.NoError(t, err)
 	st, err := run.LoadState()
 	require.NoError(t, err)
 	require.Empty(t, st.Moves)
-	sum, err := store.FileSHA256(r.path(kept))
+	id, err := run.Identity(kept)
 	require.NoError(t, err)
-	st.Moves = []store.Move{{Source: "a.md", Target: kept, SHA256: sum}}
+	st.Moves = []store.Move{{Source: "a.md", Target: kept, Identity: id}}
 	require.NoError(t, run.SaveState("test", st))
+	unlock()
 
 	// The worker writes its output: by chance the very bytes of the kept file.
 	r.write("a.md", text)

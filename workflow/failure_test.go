@@ -267,7 +267,7 @@ func TestDefinitionStopsTheRun(t *testing.T) {
 
 			require.NoError(t, h.o.Release("workflow"))
 			h.done()
-			assert.NotNil(t, h.state().Jobs["a"].Accepted, "the stop and release left the accepted job alone")
+			assert.NotEmpty(t, h.state().Jobs["a"].Accepted, "the stop and release left the accepted job alone")
 		})
 	}
 }

@@ -4,8 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"os"
-	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/custodian-run/custodian/store"
@@ -18,75 +17,32 @@ import (
 // states the algorithm for other implementations.
 const InputStateVersion = 1
 
-// inputState computes a job's input state now: the SHA-256 of its prompt, of
-// its canonical launch parameters, and of each declared input's bytes. The
-// hashes come from hs, which may be nil.
-func inputState(runDir string, s *spec, hs *hashes) (store.Inputs, error) {
+// inputState computes a job's input state now: the SHA-256 of its prompt,
+// its canonical launch parameters, and the SHA-256 of each declared
+// input's bytes, with its output path beside them.
+func inputState(files *store.Files, s *spec) (store.Inputs, error) {
 	in := store.Inputs{
+		Output: s.output,
 		Prompt: sha256Hex([]byte(s.job.Prompt)),
-		Launch: sha256Hex(s.launch),
+		Launch: string(s.launch),
 		Files:  make([]store.FileHash, 0, len(s.inputs)),
 	}
 	for _, key := range s.inputs {
-		p := key
-		if !filepath.IsAbs(filepath.FromSlash(key)) {
-			p = filepath.Join(runDir, filepath.FromSlash(key))
-		}
-		sum, err := hs.of(p)
+		c, err := files.Hash(key, -1)
 		if err != nil {
 			return in, fmt.Errorf("hash input %s: %w", key, err)
 		}
-		if sum == "" {
-			if info, err := os.Stat(p); err == nil && info.IsDir() {
-				return in, directoryInputError{key}
-			}
+		if c.Kind == store.Directory {
+			return in, directoryInputError{key}
 		}
-		in.Files = append(in.Files, store.FileHash{Path: key, SHA256: sum})
+		in.Files = append(in.Files, store.FileHash{Path: key, SHA256: c.SHA256})
 	}
-	in.Digest = digest(in)
 	return in, nil
 }
 
-// hashes remembers, for one step, the hash of each file it read, so that an
-// input many jobs share is read once, not once per job. A file is hashed
-// again when its size, time or identity changed since, as when the
-// definition's own code rewrote it during the replay.
-type hashes struct {
-	files map[string]hashed
-}
-
-type hashed struct {
-	info os.FileInfo
-	sum  string
-}
-
-// of returns the SHA-256 of the regular file at path, or "" when there is
-// none. A nil *hashes hashes every time.
-func (hs *hashes) of(path string) (string, error) {
-	if hs == nil {
-		return store.FileSHA256(path)
-	}
-	info, err := os.Stat(path)
-	if err != nil || !info.Mode().IsRegular() {
-		return store.FileSHA256(path)
-	}
-	if h, ok := hs.files[path]; ok && h.info.Size() == info.Size() &&
-		h.info.ModTime().Equal(info.ModTime()) && os.SameFile(h.info, info) {
-		return h.sum, nil
-	}
-	sum, err := store.FileSHA256(path)
-	if err != nil {
-		return "", err
-	}
-	if hs.files == nil {
-		hs.files = map[string]hashed{}
-	}
-	hs.files[path] = hashed{info: info, sum: sum}
-	return sum, nil
-}
-
 // digest hashes the parts of an input state with length-prefixed fields, so
-// that no two different states share an encoding:
+// that no two different states share an encoding (the output path is not
+// one of them):
 //
 //	custodian input state v1\n
 //	prompt <len>:<hex sha256 of the prompt>\n
@@ -100,7 +56,7 @@ func digest(in store.Inputs) string {
 		fmt.Fprintf(&b, "%s %d:%s\n", name, len(value), value)
 	}
 	field("prompt", in.Prompt)
-	field("launch", in.Launch)
+	field("launch", sha256Hex([]byte(in.Launch)))
 	for _, f := range in.Files {
 		field("file", f.Path)
 		field("sha256", f.SHA256)
@@ -111,6 +67,12 @@ func digest(in store.Inputs) string {
 func sha256Hex(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
+}
+
+// sameInputs says whether two input states are the same: the same prompt,
+// launch parameters and input bytes.
+func sameInputs(a, b store.Inputs) bool {
+	return a.Prompt == b.Prompt && a.Launch == b.Launch && slices.Equal(a.Files, b.Files)
 }
 
 // changes names what differs between two input states: the prompt, the

@@ -797,3 +797,26 @@ func effectRegistry() *workflow.Registry {
 	}
 	return reg
 }
+
+// failures, messages and stopped read a job's record of trouble, which is
+// nil while nothing went wrong.
+func failures(js *store.JobState) int {
+	if js.Trouble == nil {
+		return 0
+	}
+	return js.Trouble.Failures
+}
+
+func messages(js *store.JobState) []string {
+	if js.Trouble == nil {
+		return nil
+	}
+	return js.Trouble.Messages
+}
+
+func stopped(js *store.JobState) *store.Stop {
+	if js.Trouble == nil {
+		return nil
+	}
+	return js.Trouble.Stopped
+}

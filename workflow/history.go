@@ -74,7 +74,9 @@ func effectEvents(st *store.State, effects map[string]*store.Effect) []store.Eve
 // stepEvents puts the step's own event, with its outcome, before the events
 // it recorded, and a block event for each block of the outcome.
 func (o *Orchestrator) stepEvents(out Outcome, events []store.Event) []store.Event {
-	data, err := json.Marshal(out)
+	// Paths are kept relative to the run, so that a run copied or moved
+	// elsewhere keeps its history.
+	data, err := json.Marshal(out.paths(o.run.Rel))
 	if err != nil {
 		// An Outcome holds strings, numbers and canonical JSON only.
 		panic(fmt.Sprintf("encode outcome: %v", err))
@@ -98,5 +100,11 @@ func (o *Orchestrator) eventOutcome(e store.Event) (Outcome, error) {
 	if err := json.Unmarshal(e.Outcome, &out); err != nil {
 		return Outcome{}, &store.RecordError{Path: o.run.StatePath("history", fmt.Sprintf("%d.jsonl", e.Seq)), Err: err}
 	}
-	return out, nil
+	for _, p := range out.paths(func(p string) string { return p }).pathList() {
+		if !store.Clean(p) {
+			return Outcome{}, &store.RecordError{Path: o.run.StatePath("history", fmt.Sprintf("%d.jsonl", e.Seq)),
+				Err: fmt.Errorf("the outcome of step %d names %q, which is not a path inside the run", e.Step, p)}
+		}
+	}
+	return out.paths(o.abs), nil
 }

@@ -37,6 +37,9 @@ type Job struct {
 	// not part of the input state: it runs whenever the job is judged, so a
 	// stricter validator reopens an output it now refuses.
 	Validate Validator
+	// MaxOutput is the largest output of this job, in bytes, that is read
+	// and judged. Zero means the definition's Limits.MaxOutput.
+	MaxOutput int64
 }
 
 // Validator judges an output file, given its absolute path. It returns nil to

@@ -39,7 +39,7 @@ func TestJobIdentityDoesNotDependOnPathOrder(t *testing.T) {
 	st := h.state()
 	for _, name := range []string{"alpha", "mid", "zeta"} {
 		assert.Equal(t, 1, st.Jobs[name].Handouts, "job %s", name)
-		assert.NotNil(t, st.Jobs[name].Accepted, "job %s", name)
+		assert.NotEmpty(t, st.Jobs[name].Accepted, "job %s", name)
 	}
 	// The reversed replay must find the very records the first one wrote.
 	assert.Equal(t, decodeState(t, before).Jobs, st.Jobs)

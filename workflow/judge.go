@@ -3,12 +3,15 @@ package workflow
 import (
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
 	"github.com/custodian-run/custodian/store"
 )
+
+// maxProblemReport bounds how much of a problem report is copied into the
+// block record; the rest stays in the kept file.
+const maxProblemReport = 64 << 10
 
 // judge decides a job's verdict from its state and the files on disk. The
 // first rule that applies decides.
@@ -16,54 +19,42 @@ func (r *replay) judge(n *named) error {
 	name := n.spec.job.Name
 	js := cloneJob(r.state.Jobs[name])
 	n.js = js
-	if js.Stopped != nil {
+	if t := js.Trouble; t != nil && t.Stopped != nil {
 		n.verdict = verdictStopped
-		n.block = &jobBlock{kind: BlockKind(js.Stopped.Kind), reason: js.Stopped.Reason, permitted: PermitStop, record: js.Stopped.Record}
+		n.block = &jobBlock{kind: BlockKind(t.Stopped.Kind), reason: t.Stopped.Reason, permitted: PermitStop, record: t.Stopped.Record}
 		return nil
 	}
-	current, err := inputState(r.dir, n.spec, &r.hashes)
+	current, err := inputState(r.files, n.spec)
 	if err != nil {
 		return fmt.Errorf("job %s: %w", name, err)
 	}
 	n.current = current
-	outPath := r.abs(n.spec.output)
-	probPath := r.abs(n.spec.problem)
 
-	if text, err := os.ReadFile(probPath); err == nil {
-		// The worker said it could not do the task: whatever lies beside the
-		// report is flagged, and nothing at the output path is accepted
-		// again without a new hand-out.
-		js.Outstanding, js.LastInput, js.Accepted = nil, nil, nil
-		keep := []string{n.spec.problem}
-		if exists(outPath) {
-			keep = append(keep, n.spec.output)
-		}
-		js.History = append(js.History, fmt.Sprintf("attempt %d: the worker wrote a problem report", js.Handouts))
-		r.blockJob(n, BlockProblemReport, "the worker wrote a problem report")
-		n.block.problem = string(text)
-		n.block.keep = keep
-		return nil
+	if blocked, err := r.problemReport(n); blocked || err != nil {
+		return err
 	}
-
-	outSHA, err := r.hashes.of(outPath)
+	out, err := r.files.Hash(n.spec.output, r.maxOutput(n.spec))
 	if err != nil {
-		return fmt.Errorf("hash output of job %s: %w", name, err)
+		return fmt.Errorf("job %s: %w", name, err)
 	}
 
-	if acc := js.Accepted; acc != nil {
+	if js.Accepted != "" {
 		var why []string
-		if outSHA == "" {
+		switch {
+		case out.Kind == store.Missing:
 			why = append(why, "its output was removed")
-		} else if outSHA != acc.Output {
+		case out.Kind != store.Regular:
+			why = append(why, "its output was replaced by "+out.Kind.String())
+		case out.SHA256 != js.Accepted:
 			why = append(why, "its output was edited")
 		}
-		if current.Digest != acc.Input.Digest {
-			for _, c := range changes(acc.Input, current) {
+		if !sameInputs(*js.Input, current) {
+			for _, c := range changes(*js.Input, current) {
 				why = append(why, c+" changed")
 			}
 		}
 		if len(why) == 0 {
-			if kind, _ := validate(n.spec.job.Validate, outPath); kind == "" {
+			if kind, _ := validate(n.spec.job.Validate, r.abs(n.spec.output)); kind == "" {
 				n.verdict = verdictAccepted
 				return nil
 			}
@@ -74,58 +65,17 @@ func (r *replay) judge(n *named) error {
 		return nil
 	}
 
-	if out := js.Outstanding; out != nil {
-		kind, reason, messages := BlockKind(""), "", []string(nil)
-		switch {
-		case outSHA == "":
-			kind, reason = BlockNoOutput, "no output"
-			messages = []string{"no output was written to " + n.spec.output}
-		case current.Digest != out.Digest:
-			kind = BlockInputChanged
-			reason = strings.Join(changes(*out, current), ", ") + " changed after hand-out"
-			messages = []string{reason + "; the output was made from other inputs"}
-		default:
-			kind, messages = validate(n.spec.job.Validate, outPath)
-			switch kind {
-			case "":
-				r.accept(n, outSHA)
-				return nil
-			case BlockRefused:
-				reason = "the output was refused by its validator"
-			default:
-				reason = "the validator failed"
-			}
-		}
-		js.Outstanding = nil
-		js.Failures++
-		js.Messages = messages
-		js.LastFailure = &store.Failure{Kind: string(kind), Reason: reason}
-		n.refusal = js.LastFailure
-		line := fmt.Sprintf("attempt %d: %s", js.Handouts, reason)
-		for _, m := range messages {
-			line += "\n  - " + m
-		}
-		js.History = append(js.History, line)
-		if js.Failures > r.limits.Retries {
-			r.blockJob(n, kind, fmt.Sprintf("%s, attempt %d of %d", reason, js.Failures, r.limits.Retries+1))
-			if outSHA != "" {
-				// The last refused output goes where its record says, so
-				// that no repair has to take it out of the way.
-				n.block.keep = []string{n.spec.output}
-			}
-			return nil
-		}
-		n.verdict = verdictHandout
-		return nil
+	if js.Outstanding != nil {
+		return r.judgeAttempt(n, out)
 	}
 
 	// Nothing outstanding and never accepted: an output in place is judged
 	// against the input state of the last hand-out. This is how a repair
 	// gets a valid output accepted, and why a file that was never handed
 	// out is not.
-	if outSHA != "" && js.LastInput != nil && js.LastInput.Digest == current.Digest {
-		if kind, _ := validate(n.spec.job.Validate, outPath); kind == "" {
-			r.accept(n, outSHA)
+	if out.SHA256 != "" && js.Input != nil && sameInputs(*js.Input, current) {
+		if kind, _ := validate(n.spec.job.Validate, r.abs(n.spec.output)); kind == "" {
+			r.accept(n, out.SHA256)
 			return nil
 		}
 	}
@@ -133,14 +83,136 @@ func (r *replay) judge(n *named) error {
 	return nil
 }
 
+// problemReport blocks the job when its worker left a problem report: the
+// worker said it could not do the task, so whatever lies beside the report
+// is flagged, and nothing at the output path is accepted again without a
+// new hand-out. A report that is not a regular file is not read; one that
+// is, is read up to a bound.
+func (r *replay) problemReport(n *named) (blocked bool, err error) {
+	info, err := r.run.Stat(n.spec.problem)
+	if err != nil {
+		return false, fmt.Errorf("job %s: %w", n.spec.job.Name, err)
+	}
+	if info.Kind == store.Missing {
+		return false, nil
+	}
+	var text string
+	switch info.Kind {
+	case store.Regular:
+		data, _, cut, err := r.run.ReadText(n.spec.problem, maxProblemReport)
+		if err != nil {
+			return false, fmt.Errorf("job %s: %w", n.spec.job.Name, err)
+		}
+		text = string(data)
+		if cut {
+			text += fmt.Sprintf("\n\n(The report is longer than %d bytes and is cut here; the whole of it is kept, see below.)", maxProblemReport)
+		}
+	default:
+		text = fmt.Sprintf("(The problem report is %s, not a regular file; it was not read. It is kept as it is, see below.)", info.Kind)
+	}
+	js := n.js
+	js.Outstanding, js.Input, js.Accepted = nil, nil, ""
+	keep := []string{n.spec.problem}
+	if out, err := r.run.Stat(n.spec.output); err != nil {
+		return false, fmt.Errorf("job %s: %w", n.spec.job.Name, err)
+	} else if out.Kind != store.Missing {
+		keep = append(keep, n.spec.output)
+	}
+	t := trouble(js)
+	t.History = append(t.History, fmt.Sprintf("attempt %d: the worker wrote a problem report", js.Handouts))
+	r.blockJob(n, BlockProblemReport, "the worker wrote a problem report")
+	n.block.problem = text
+	n.block.keep = keep
+	return true, nil
+}
+
+// judgeAttempt judges the output of an outstanding hand-out: accepted, or a
+// failed attempt, handed out again until the retries are used up, then a
+// block.
+func (r *replay) judgeAttempt(n *named, out store.Content) error {
+	js := n.js
+	kind, reason, messages := BlockKind(""), "", []string(nil)
+	switch {
+	case out.Kind == store.Missing:
+		kind, reason = BlockNoOutput, "no output"
+		messages = []string{"no output was written to " + n.spec.output}
+	case r.promptChanged(n):
+		kind, reason = BlockPromptChanged, "the prompt file was changed after it was handed out"
+		messages = []string{"the prompt file was changed after it was handed out; follow the new prompt file, not the old one"}
+	case out.Kind != store.Regular:
+		kind = BlockOutputNotRegular
+		reason = "the output is " + out.Kind.String()
+		messages = []string{fmt.Sprintf("the output is %s; write a regular file at %s", out.Kind, n.spec.output)}
+	case out.Over:
+		kind = BlockOutputTooLarge
+		reason = fmt.Sprintf("the output is %d bytes, over the limit of %d bytes", out.Size, r.maxOutput(n.spec))
+		messages = []string{reason + "; write a smaller file"}
+	case !sameInputs(*js.Input, n.current):
+		kind = BlockInputChanged
+		reason = strings.Join(changes(*js.Input, n.current), ", ") + " changed after hand-out"
+		messages = []string{reason + "; the output was made from other inputs"}
+	default:
+		kind, messages = validate(n.spec.job.Validate, r.abs(n.spec.output))
+		switch kind {
+		case "":
+			r.accept(n, out.SHA256)
+			return nil
+		case BlockRefused:
+			reason = "the output was refused by its validator"
+		default:
+			reason = "the validator failed"
+		}
+	}
+	js.Outstanding = nil
+	t := trouble(js)
+	t.Failures++
+	t.Messages = messages
+	t.LastFailure = &store.Failure{Kind: string(kind), Reason: reason}
+	n.refusal = t.LastFailure
+	line := fmt.Sprintf("attempt %d: %s", js.Handouts, reason)
+	for _, m := range messages {
+		line += "\n  - " + m
+	}
+	t.History = append(t.History, line)
+	if t.Failures > r.limits.Retries {
+		r.blockJob(n, kind, fmt.Sprintf("%s, attempt %d of %d", reason, t.Failures, r.limits.Retries+1))
+		if out.Kind != store.Missing {
+			// The last refused output goes where its record says, so
+			// that no repair has to take it out of the way.
+			n.block.keep = []string{n.spec.output}
+		}
+		return nil
+	}
+	n.verdict = verdictHandout
+	return nil
+}
+
+// promptChanged says whether the prompt file of the job's outstanding
+// hand-out holds other bytes than the hand-out wrote: an output made from
+// an edited prompt answers a task nobody gave.
+func (r *replay) promptChanged(n *named) bool {
+	c, err := r.files.Hash(store.PromptPath(n.spec.job.Name, n.js.Handouts), -1)
+	return err != nil || c.SHA256 != n.js.Outstanding.Prompt
+}
+
+func (r *replay) maxOutput(s *spec) int64 {
+	if s.job.MaxOutput > 0 {
+		return s.job.MaxOutput
+	}
+	return r.limits.MaxOutput
+}
+
 func (r *replay) accept(n *named, outSHA string) {
 	js := n.js
-	js.Accepted = &store.Acceptance{Input: n.current, Output: outSHA, At: store.Now()}
-	js.Failures, js.BlocksTowardLimit = 0, 0
-	js.Outstanding = nil
+	js.Accepted = outSHA
 	in := n.current
-	js.LastInput = &in
-	js.Messages, js.History = nil, nil
+	js.Input = &in
+	js.Outstanding = nil
+	if t := js.Trouble; t != nil {
+		t.Failures, t.BlocksTowardLimit = 0, 0
+		t.Messages, t.History = []string{}, []string{}
+	}
+	tidy(js)
 	n.verdict = verdictAccepted
 	n.newlyAccepted = true
 }
@@ -149,24 +221,43 @@ func (r *replay) accept(n *named, outSHA string) {
 // block permits a repair while the job's blocks in a row are within the
 // repair limit.
 func (r *replay) blockJob(n *named, kind BlockKind, reason string) {
-	js := n.js
-	js.BlocksTowardLimit++
-	js.Blocks++
+	t := trouble(n.js)
+	t.BlocksTowardLimit++
+	t.Blocks++
 	b := &jobBlock{
 		kind:      kind,
 		reason:    reason,
 		permitted: PermitRepair,
-		record:    store.JobBlockPath(n.spec.job.Name, js.Blocks),
-		attempts:  js.History,
+		record:    store.JobBlockPath(n.spec.job.Name, t.Blocks),
+		attempts:  t.History,
 	}
-	js.History, js.Failures = nil, 0
-	js.LastFailure = &store.Failure{Kind: string(kind), Reason: reason}
-	if js.BlocksTowardLimit > r.limits.Repairs {
+	t.History, t.Failures = []string{}, 0
+	t.LastFailure = &store.Failure{Kind: string(kind), Reason: reason}
+	if t.BlocksTowardLimit > r.limits.Repairs {
 		b.permitted = PermitStop
-		js.Stopped = &store.Stop{Kind: string(kind), Reason: reason, Record: b.record}
+		t.Stopped = &store.Stop{Kind: string(kind), Reason: reason, Record: b.record, Changes: map[string]string{}}
 	}
 	n.verdict = verdictBlocked
 	n.block = b
+}
+
+// trouble returns the job's record of what went wrong, made when nothing
+// had.
+func trouble(js *store.JobState) *store.Trouble {
+	if js.Trouble == nil {
+		js.Trouble = &store.Trouble{Messages: []string{}, History: []string{}}
+	}
+	return js.Trouble
+}
+
+// tidy drops a record of trouble that holds nothing, so that the state of a
+// job that never failed stays small.
+func tidy(js *store.JobState) {
+	t := js.Trouble
+	if t != nil && t.Failures == 0 && t.BlocksTowardLimit == 0 && t.Blocks == 0 && t.UsageLimited == 0 &&
+		len(t.Messages) == 0 && len(t.History) == 0 && t.LastFailure == nil && t.Stopped == nil {
+		js.Trouble = nil
+	}
 }
 
 // validate runs a validator, turning a panic or a failure to judge into a
@@ -192,39 +283,33 @@ func validate(v Validator, path string) (kind BlockKind, messages []string) {
 	}
 }
 
-func exists(path string) bool {
-	_, err := os.Lstat(path)
-	return err == nil
-}
-
 // cloneJob returns a deep copy of a job's state, or a fresh one.
 func cloneJob(j *store.JobState) *store.JobState {
 	if j == nil {
 		return &store.JobState{}
 	}
 	c := *j
-	c.Messages = slices.Clone(j.Messages)
-	c.History = slices.Clone(j.History)
+	if j.Input != nil {
+		in := cloneInputs(*j.Input)
+		c.Input = &in
+	}
 	if j.Outstanding != nil {
-		o := cloneInputs(*j.Outstanding)
+		o := *j.Outstanding
 		c.Outstanding = &o
 	}
-	if j.LastInput != nil {
-		l := cloneInputs(*j.LastInput)
-		c.LastInput = &l
-	}
-	if j.Accepted != nil {
-		a := *j.Accepted
-		a.Input = cloneInputs(a.Input)
-		c.Accepted = &a
-	}
-	if j.LastFailure != nil {
-		f := *j.LastFailure
-		c.LastFailure = &f
-	}
-	if j.Stopped != nil {
-		s := *j.Stopped
-		c.Stopped = &s
+	if t := j.Trouble; t != nil {
+		tc := *t
+		tc.Messages = slices.Clone(t.Messages)
+		tc.History = slices.Clone(t.History)
+		if t.LastFailure != nil {
+			f := *t.LastFailure
+			tc.LastFailure = &f
+		}
+		if t.Stopped != nil {
+			s := *t.Stopped
+			tc.Stopped = &s
+		}
+		c.Trouble = &tc
 	}
 	return &c
 }

@@ -65,8 +65,8 @@ func TestAcceptedJobReopensWithAFullSetOfAttempts(t *testing.T) {
 			assert.Equal(t, 2, j.Attempt)
 			// A reopening is no failed attempt: the new prompt carries no refusal.
 			assert.NotContains(t, recordText(t, j.Prompt), "## Why the previous attempt was refused")
-			assert.Equal(t, 0, h.state().Jobs["a"].Failures)
-			assert.Nil(t, h.state().Jobs["a"].Accepted)
+			assert.Equal(t, 0, failures(h.state().Jobs["a"]))
+			assert.Empty(t, h.state().Jobs["a"].Accepted)
 			assert.False(t, h.exists("a.md"), "the reopened output stays in the worker's way")
 			if tc.kept != "" {
 				assert.Equal(t, tc.kept, h.read(".custodian/jobs/a/kept/1-a.md"))
@@ -113,8 +113,8 @@ func TestOutputRefusedWhenAnInputChangedAfterHandout(t *testing.T) {
 	j := h.launch("a")["a"]
 	assert.Equal(t, 2, j.Attempt)
 	st := h.state().Jobs["a"]
-	assert.Equal(t, 1, st.Failures, "the refusal is a failed attempt")
-	assert.Nil(t, st.Accepted)
+	assert.Equal(t, 1, failures(st), "the refusal is a failed attempt")
+	assert.Empty(t, st.Accepted)
 	prompt := recordText(t, j.Prompt)
 	assert.Contains(t, prompt, "## Why the previous attempt was refused")
 	assert.Contains(t, prompt, "other.md changed")
@@ -173,10 +173,10 @@ func TestAbsoluteInputInsideTheRunCountsAsRunRelative(t *testing.T) {
 	// The same file, now declared by its absolute path, is the same input.
 	absolute = true
 	h.done()
-	acc := h.state().Jobs["a"].Accepted
-	require.NotNil(t, acc)
-	require.Len(t, acc.Input.Files, 1)
-	assert.Equal(t, "source.md", acc.Input.Files[0].Path)
+	js := h.state().Jobs["a"]
+	require.NotEmpty(t, js.Accepted)
+	require.Len(t, js.Input.Files, 1)
+	assert.Equal(t, "source.md", js.Input.Files[0].Path)
 }
 
 func TestStateHoldsNoAbsoluteRunPath(t *testing.T) {
@@ -235,8 +235,8 @@ func TestAnInputRewrittenDuringTheReplayIsHashedAgain(t *testing.T) {
 		return hex.EncodeToString(s[:])
 	}
 	st := h.state()
-	assert.Equal(t, sum("first\n"), st.Jobs["a"].Outstanding.Files[0].SHA256)
-	assert.Equal(t, sum("the second, longer text\n"), st.Jobs["b"].Outstanding.Files[0].SHA256)
+	assert.Equal(t, sum("first\n"), st.Jobs["a"].Input.Files[0].SHA256)
+	assert.Equal(t, sum("the second, longer text\n"), st.Jobs["b"].Input.Files[0].SHA256)
 }
 
 const refusalSection = "## Why the previous attempt was refused"
@@ -270,8 +270,8 @@ func TestValidRetryIsAcceptedAndStaysAccepted(t *testing.T) {
 	h.done()
 	st := h.state().Jobs["a"]
 	assert.Equal(t, 2, st.Handouts)
-	assert.Equal(t, 0, st.Failures)
-	assert.Empty(t, st.Messages)
+	assert.Equal(t, 0, failures(st))
+	assert.Empty(t, messages(st))
 }
 
 func TestSecondInvalidOutputBlocksWithARepair(t *testing.T) {
@@ -315,7 +315,7 @@ func TestBlockedStepHandsNothingOut(t *testing.T) {
 	assert.Equal(t, []string{"a"}, subjects(h.blocked()))
 	b := h.state().Jobs["b"]
 	assert.Equal(t, 1, b.Handouts)
-	assert.Equal(t, 1, b.Failures)
+	assert.Equal(t, 1, failures(b))
 	assert.Nil(t, b.Outstanding)
 	assert.NoFileExists(t, h.path(".custodian/jobs/b/prompt-2.md"))
 
@@ -338,7 +338,7 @@ func TestBlockedStepDoesNotHandOutAJobThatWouldRetry(t *testing.T) {
 	// b was accepted and is now reopened, but a's block holds back every hand-out.
 	assert.Equal(t, []string{"a"}, subjects(h.blocked()))
 	assert.Equal(t, 1, h.state().Jobs["b"].Handouts)
-	assert.NotNil(t, h.state().Jobs["b"].Accepted, "a reopening is applied only when the job is handed out")
+	assert.NotEmpty(t, h.state().Jobs["b"].Accepted, "a reopening is applied only when the job is handed out")
 	assert.False(t, h.exists(".custodian/jobs/b/prompt-2.md"))
 }
 
@@ -353,7 +353,7 @@ func TestNextBlockOfTheSameSubjectPermitsOnlyStopping(t *testing.T) {
 		require.Equal(t, want, b.Permitted, "block %d", cycle+1)
 	}
 	stop := h.state().Jobs["a"]
-	require.NotNil(t, stop.Stopped)
+	require.NotNil(t, stopped(stop))
 
 	// Stopping is final for the agent orchestrator: even a valid output put in
 	// place is not judged until the operator releases the job.
@@ -364,8 +364,8 @@ func TestNextBlockOfTheSameSubjectPermitsOnlyStopping(t *testing.T) {
 		assert.Equal(t, h.path(".custodian/jobs/a/block-2.md"), b.Record)
 	}
 	assert.Equal(t, stop.Handouts, h.state().Jobs["a"].Handouts)
-	assert.Equal(t, stop.Blocks, h.state().Jobs["a"].Blocks)
-	assert.Nil(t, h.state().Jobs["a"].Accepted)
+	assert.Equal(t, stop.Trouble.Blocks, h.state().Jobs["a"].Trouble.Blocks)
+	assert.Empty(t, h.state().Jobs["a"].Accepted)
 }
 
 func TestRetryLimitStartsOverAfterABlock(t *testing.T) {
@@ -476,7 +476,7 @@ func TestValidatorThatBreaksRefusesTheOutput(t *testing.T) {
 			b := h.blocked()["a"]
 			assert.Equal(t, workflow.BlockValidatorFailed, b.Kind)
 			assert.Contains(t, recordText(t, b.Record), tc.message)
-			assert.Nil(t, h.state().Jobs["a"].Accepted)
+			assert.Empty(t, h.state().Jobs["a"].Accepted)
 		})
 	}
 }
@@ -502,7 +502,7 @@ func TestRepairCannotGetAnInvalidOutputAccepted(t *testing.T) {
 
 	h.write("a.md", "touched, still no heading\n")
 	assert.Equal(t, 3, h.launch("a")["a"].Attempt)
-	assert.Nil(t, h.state().Jobs["a"].Accepted)
+	assert.Empty(t, h.state().Jobs["a"].Accepted)
 	assert.False(t, h.exists("a.md"))
 }
 
@@ -578,7 +578,7 @@ func TestProblemReportBlocksAtOnce(t *testing.T) {
 				want += "- a.md is moved to .custodian/jobs/a/kept/2-a.md\n"
 			}
 			assert.Contains(t, record, want)
-			assert.Nil(t, h.state().Jobs["a"].Accepted)
+			assert.Empty(t, h.state().Jobs["a"].Accepted)
 
 			// The repair: the next step hands the job out again and does not block.
 			j := h.launch("a")["a"]

@@ -156,8 +156,15 @@ func (o *Orchestrator) read() (*loaded, error) {
 				Err: fmt.Errorf("the journal of effect %s is missing", name)}
 		}
 	}
-	if rec.reports, err = o.run.Reports(); err != nil {
+	if rec.reports, err = o.run.Reports(st.Reports); err != nil {
+		return nil, err
+	}
+	if err := o.run.CheckHistory(st.Seq); err != nil {
 		return nil, err
 	}
 	return rec, nil
 }
+
+// Close releases what the orchestrator holds open. A command's process
+// ends soon after; a program that drives many runs closes each.
+func (o *Orchestrator) Close() { o.run.Close() }

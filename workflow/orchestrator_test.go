@@ -41,7 +41,7 @@ func stoppedRun(t *testing.T) *harness {
 	for range 6 {
 		h.step()
 	}
-	require.NotNil(t, h.state().Jobs["a"].Stopped)
+	require.NotNil(t, stopped(h.state().Jobs["a"]))
 	_, err := h.o.Report("stop", "a", "stopped at the block")
 	require.NoError(t, err)
 	return h
@@ -94,7 +94,7 @@ func TestUntrustedRecordsAreRefusedByEveryCommand(t *testing.T) {
 		{"state.json is missing", func(t *testing.T, h *harness) { h.remove(".custodian/state.json") }},
 		{"reports.jsonl is not JSON", func(t *testing.T, h *harness) { h.write(".custodian/reports.jsonl", "garbage\n") }},
 		{"reports.jsonl has another format", func(t *testing.T, h *harness) {
-			h.write(".custodian/reports.jsonl", strings.Replace(h.read(".custodian/reports.jsonl"), `"format":1`, `"format":2`, 1))
+			h.write(".custodian/reports.jsonl", strings.Replace(h.read(".custodian/reports.jsonl"), `"format":2`, `"format":3`, 1))
 		}},
 		{"reports.jsonl has an unknown field", func(t *testing.T, h *harness) {
 			h.write(".custodian/reports.jsonl", strings.Replace(h.read(".custodian/reports.jsonl"), `{`, `{"extra":1,`, 1))
@@ -154,7 +154,9 @@ func TestAStartedRunWhoseStateIsMissingIsRefusedByEveryCommand(t *testing.T) {
 	for _, cmd := range everyCommand {
 		t.Run(cmd.name, func(t *testing.T) {
 			h := startRun(t, oneJob(job("a")), source)
-			assert.Equal(t, store.NewState(workflow.InputStateVersion), h.state(), "start writes the initial state")
+			want := store.NewState(workflow.InputStateVersion)
+			want.Run = h.state().Run
+			assert.Equal(t, want, h.state(), "start writes the initial state")
 			h.remove(".custodian/state.json")
 
 			requireRefusedUntrusted(t, h, cmd.run)
@@ -172,7 +174,7 @@ func TestOpen_untrustedRunRecord(t *testing.T) {
 		{"run.json is missing", func(t *testing.T, h *harness) { h.remove(".custodian/run.json") }, store.ErrNotRun},
 		{"run.json is not JSON", func(t *testing.T, h *harness) { h.write(".custodian/run.json", "definition: one\n") }, store.ErrUntrusted},
 		{"run.json has another format", func(t *testing.T, h *harness) {
-			editJSON(t, h, ".custodian/run.json", func(m map[string]any) { m["format"] = 2 })
+			editJSON(t, h, ".custodian/run.json", func(m map[string]any) { m["format"] = 3 })
 		}, store.ErrUntrusted},
 		{"run.json has an unknown field", func(t *testing.T, h *harness) {
 			editJSON(t, h, ".custodian/run.json", func(m map[string]any) { m["class"] = "x" })

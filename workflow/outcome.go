@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 )
 
 // Kind names what a step's outcome is. Each step gives exactly one: the
@@ -67,6 +68,13 @@ const (
 	BlockInputChanged BlockKind = "input-changed"
 	// BlockProblemReport: the worker wrote a problem report.
 	BlockProblemReport BlockKind = "problem-report"
+	// BlockPromptChanged: the prompt file was edited after it was handed out.
+	BlockPromptChanged BlockKind = "prompt-changed"
+	// BlockOutputNotRegular: the output is a symbolic link, a directory, a
+	// pipe or anything else than a regular file.
+	BlockOutputNotRegular BlockKind = "output-not-regular"
+	// BlockOutputTooLarge: the output is larger than the job's limit.
+	BlockOutputTooLarge BlockKind = "output-too-large"
 	// BlockWorkflowError: the definition's own code returned an error or panicked.
 	BlockWorkflowError BlockKind = "workflow-error"
 	// BlockWorkflowStop: the definition stopped the run.
@@ -164,4 +172,40 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// paths returns a copy of the outcome with every path it names (prompt
+// files, outputs, problem reports, block records) passed through f: made
+// relative to the run for the history, and absolute again when read.
+func (o Outcome) paths(f func(string) string) Outcome {
+	c := o
+	c.Jobs = slices.Clone(o.Jobs)
+	for i := range c.Jobs {
+		h := &c.Jobs[i]
+		h.Prompt, h.Output, h.Problem = mapPath(f, h.Prompt), mapPath(f, h.Output), mapPath(f, h.Problem)
+	}
+	c.Blocks = slices.Clone(o.Blocks)
+	for i := range c.Blocks {
+		c.Blocks[i].Record = mapPath(f, c.Blocks[i].Record)
+	}
+	return c
+}
+
+// pathList lists the paths the outcome names.
+func (o Outcome) pathList() []string {
+	var list []string
+	for _, h := range o.Jobs {
+		list = append(list, h.Prompt, h.Output, h.Problem)
+	}
+	for _, b := range o.Blocks {
+		list = append(list, b.Record)
+	}
+	return slices.DeleteFunc(list, func(p string) bool { return p == "" })
+}
+
+func mapPath(f func(string) string, p string) string {
+	if p == "" {
+		return ""
+	}
+	return f(p)
 }

@@ -170,8 +170,8 @@ func promptText(r *replay, n *named) []byte {
 	for _, in := range n.spec.inputs {
 		p.Inputs = append(p.Inputs, inputPath(r.dir, in))
 	}
-	if n.js.Failures > 0 {
-		p.Refusals = n.js.Messages
+	if t := n.js.Trouble; t != nil && t.Failures > 0 {
+		p.Refusals = t.Messages
 	}
 	return p.Text()
 }

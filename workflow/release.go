@@ -24,13 +24,14 @@ func (o *Orchestrator) Release(subject Subject) error {
 			if js == nil {
 				return refused("name a job of the run, or workflow", "run %s has no job %q", o.run.Dir, job)
 			}
-			if js.Stopped == nil {
+			if js.Trouble == nil || js.Trouble.Stopped == nil {
 				return refused("run step: a block that permits a repair is the agent orchestrator's to repair; release only a subject step reports as permitting only stopping", "job %s is not stopped", job)
 			}
-			js.Stopped = nil
-			js.Failures, js.BlocksTowardLimit = 0, 0
+			t := js.Trouble
+			t.Stopped = nil
+			t.Failures, t.BlocksTowardLimit = 0, 0
+			t.History = []string{}
 			js.Outstanding = nil
-			js.History = nil
 		}
 		events := sealHistory(st, rec.effects, []store.Event{{Type: store.EventRelease, Subject: string(subject)}})
 		return o.commit("release", st, events)

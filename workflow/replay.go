@@ -13,6 +13,8 @@ import (
 // end inside the effect. What it found becomes a plan (decide.go), which
 // the step applies afterwards.
 type replay struct {
+	run     *store.Run
+	files   *store.Files
 	dir     string
 	def     *Definition
 	defPkg  string
@@ -28,7 +30,6 @@ type replay struct {
 	failures []failure
 	ruleErr  error
 	ioErr    error
-	hashes   hashes       // of the files this step read
 	active   *runningPath // the path running now
 	ranToEnd bool
 
@@ -75,6 +76,8 @@ type jobBlock struct {
 
 func newReplay(o *Orchestrator, st *store.State, effects map[string]*store.Effect, limits Limits) *replay {
 	return &replay{
+		run:     o.run,
+		files:   o.run.Files(),
 		dir:     o.run.Dir,
 		def:     o.def,
 		defPkg:  funcPackage(o.def.Run),
@@ -90,8 +93,8 @@ func newReplay(o *Orchestrator, st *store.State, effects map[string]*store.Effec
 	}
 }
 
-// run replays the definition from the top.
-func (r *replay) run() {
+// play replays the definition from the top.
+func (r *replay) play() {
 	ctx := &Context{r: r}
 	_, r.ranToEnd = r.runPath(func() any {
 		if err := r.def.Run(ctx); err != nil {

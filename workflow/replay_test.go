@@ -529,7 +529,7 @@ func TestSixStepsWithoutWorkersUseUpTheDefaults(t *testing.T) {
 		"blocked stop", "blocked stop", "blocked stop",
 	}, seen)
 	// The repeated stop is the standing block, not a new one each step.
-	assert.Equal(t, 2, h.state().Jobs["a"].Blocks)
+	assert.Equal(t, 2, h.state().Jobs["a"].Trouble.Blocks)
 	entries, err := os.ReadDir(h.path(".custodian/jobs/a"))
 	require.NoError(t, err)
 	var blockRecords []string

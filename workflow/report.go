@@ -36,9 +36,15 @@ func (o *Orchestrator) Report(event, job, text string) (Report, error) {
 				"job %q is not a job of run %s", job, o.run.Dir)
 		}
 		var err error
-		rep, err = o.run.AppendReport(store.Report{Event: event, Job: job, Text: text, At: store.Now(),
+		rep, err = o.run.WriteReport(rec.state.Reports, store.Report{Event: event, Job: job, Text: text, At: store.Now(),
 			Seq: rec.state.Seq, Step: rec.state.Steps})
-		return err
+		if err != nil {
+			return err
+		}
+		// The state counts the report: its rename commits it. A report that
+		// ends before leaves a line the next report replaces.
+		rec.state.Reports = rep.Number
+		return o.run.SaveState("report-state", rec.state)
 	})
 	return rep, err
 }

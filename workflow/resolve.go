@@ -30,7 +30,7 @@ func (o *Orchestrator) Resolve(name string, what Recognition) error {
 		for i, f := range e.Inputs {
 			keys[i] = f.Path
 		}
-		current, err := filesState(o.run.Dir, keys, nil)
+		current, err := filesState(o.run.Files(), keys)
 		if err != nil {
 			return err
 		}

@@ -2,9 +2,7 @@ package workflow
 
 import (
 	"maps"
-	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/custodian-run/custodian/store"
 )
@@ -117,10 +115,10 @@ func (o *Orchestrator) Status() (Status, error) {
 		Uncertain:  []EffectState{},
 		Settled:    []Subject{},
 	}
-	var outputs map[string]string
-	if s.Last, s.Settled, outputs, err = o.readHistory(history); err != nil {
+	if s.Last, s.Settled, err = o.readHistory(history); err != nil {
 		return Status{}, err
 	}
+	files := o.run.Files()
 	standing := s.standing()
 	if w := st.Workflow.Stopped; w != nil {
 		b := o.stoppedBlock(WorkflowSubject, w)
@@ -131,7 +129,7 @@ func (o *Orchestrator) Status() (Status, error) {
 		named[name] = true
 	}
 	for _, name := range slices.Sorted(maps.Keys(st.Jobs)) {
-		js, err := o.jobStatus(st, name, named, standing, outputs[name])
+		js, err := o.jobStatus(files, st, name, named, standing)
 		if err != nil {
 			return Status{}, err
 		}
@@ -152,7 +150,7 @@ func (o *Orchestrator) Status() (Status, error) {
 		es.Interrupted = e.Status == store.EffectStarted && (seen.Status != e.Status || seen.Runs != e.Runs)
 		if e.Status != store.EffectAbsent {
 			for _, f := range e.Inputs {
-				changed, err := o.fileChange(f.Path, f.SHA256)
+				changed, err := fileChange(files, f.Path, f.SHA256)
 				if err != nil {
 					return Status{}, err
 				}
@@ -206,12 +204,16 @@ func isListedJob(s Status, subject Subject) bool {
 	return ok && slices.ContainsFunc(s.Jobs, func(j JobStatus) bool { return j.Name == name })
 }
 
-func (o *Orchestrator) jobStatus(st *store.State, name string, named map[string]bool, blocks map[Subject]Block, output string) (JobStatus, error) {
+func (o *Orchestrator) jobStatus(files *store.Files, st *store.State, name string, named map[string]bool, blocks map[Subject]Block) (JobStatus, error) {
 	j := st.Jobs[name]
-	js := JobStatus{Name: name, Attempts: j.Handouts, LastFailure: j.LastFailure, Changed: []string{}}
-	if j.Accepted != nil {
-		for _, f := range j.Accepted.Input.Files {
-			changed, err := o.fileChange(f.Path, f.SHA256)
+	js := JobStatus{Name: name, Attempts: j.Handouts, Changed: []string{}}
+	var stopped *store.Stop
+	if t := j.Trouble; t != nil {
+		js.LastFailure, stopped = t.LastFailure, t.Stopped
+	}
+	if j.Accepted != "" {
+		for _, f := range j.Input.Files {
+			changed, err := fileChange(files, f.Path, f.SHA256)
 			if err != nil {
 				return js, err
 			}
@@ -219,24 +221,22 @@ func (o *Orchestrator) jobStatus(st *store.State, name string, named map[string]
 				js.Changed = append(js.Changed, "input "+changed)
 			}
 		}
-		if output != "" {
-			changed, err := o.fileChange(output, j.Accepted.Output)
-			if err != nil {
-				return js, err
-			}
-			if changed != "" {
-				js.Changed = append(js.Changed, "output "+changed)
-			}
+		changed, err := fileChange(files, j.Input.Output, j.Accepted)
+		if err != nil {
+			return js, err
+		}
+		if changed != "" {
+			js.Changed = append(js.Changed, "output "+changed)
 		}
 	}
 	switch {
-	case j.Stopped != nil:
+	case stopped != nil:
 		js.State = JobStopped
-		b := o.stoppedBlock(JobSubject(name), j.Stopped)
+		b := o.stoppedBlock(JobSubject(name), stopped)
 		js.Block = &b
 	case st.Replayed > 0 && !named[name]:
 		js.State = JobNoLongerUsed
-	case j.Accepted != nil:
+	case j.Accepted != "":
 		js.State = JobAccepted
 	case j.Outstanding != nil:
 		js.State = JobAwaited
@@ -253,12 +253,12 @@ func (o *Orchestrator) jobStatus(st *store.State, name string, named map[string]
 // fileChange says how the file at key (run-relative or absolute) differs
 // from the recorded hash: "" when it does not; otherwise key, marked
 // " (removed)" when it is gone and " (added)" when it was absent then.
-func (o *Orchestrator) fileChange(key, sum string) (string, error) {
-	now, err := store.FileSHA256(inputPath(o.run.Dir, key))
+func fileChange(files *store.Files, key, sum string) (string, error) {
+	c, err := files.Hash(key, -1)
 	switch {
-	case err != nil || now == sum:
+	case err != nil || c.SHA256 == sum:
 		return "", err
-	case now == "":
+	case c.SHA256 == "":
 		return key + " (removed)", nil
 	case sum == "":
 		return key + " (added)", nil
@@ -268,24 +268,17 @@ func (o *Orchestrator) fileChange(key, sum string) (string, error) {
 }
 
 // readHistory reads what the status needs from the committed history: the
-// last step's outcome; what the operator released or resolved after it; and
-// each job's output path, run-relative, as its last hand-out named it
-// (state.json keeps only the output's hash).
-func (o *Orchestrator) readHistory(history []store.Event) (last *LastStep, settled []Subject, outputs map[string]string, err error) {
-	settled, outputs = []Subject{}, map[string]string{}
+// last step's outcome, and what the operator released or resolved after it.
+func (o *Orchestrator) readHistory(history []store.Event) (last *LastStep, settled []Subject, err error) {
+	settled = []Subject{}
 	for _, e := range history {
 		switch e.Type {
 		case store.EventStep:
 			out, err := o.eventOutcome(e)
 			if err != nil {
-				return nil, nil, nil, err
+				return nil, nil, err
 			}
 			last, settled = &LastStep{Step: e.Step, At: e.At, Outcome: out}, []Subject{}
-			for _, h := range out.Jobs {
-				if rel := handoutOutput(h); rel != "" {
-					outputs[h.Name] = rel
-				}
-			}
 		case store.EventRelease, store.EventResolve:
 			subject := Subject(e.Subject)
 			if e.Type == store.EventResolve {
@@ -296,21 +289,5 @@ func (o *Orchestrator) readHistory(history []store.Event) (last *LastStep, settl
 			}
 		}
 	}
-	return last, settled, outputs, nil
-}
-
-// handoutOutput is a hand-out's output path relative to the run directory
-// the hand-out was made in, which the prompt's path gives: a run that moved
-// since keeps its outputs.
-func handoutOutput(h Handout) string {
-	prompt := "/" + store.PromptPath(h.Name, h.Attempt)
-	dir, ok := strings.CutSuffix(filepath.ToSlash(h.Prompt), prompt)
-	if !ok {
-		return ""
-	}
-	rel, ok := insideRun(filepath.FromSlash(dir), h.Output)
-	if !ok {
-		return ""
-	}
-	return rel
+	return last, settled, nil
 }

@@ -72,7 +72,7 @@ const crashStatus = 86
 // commitPoints are the writes that commit a command's work; see
 // docs/crash-points.md. A command that ends after one of them is not run
 // again.
-var commitPoints = map[string]bool{"run": true, "state": true, "report": true, "release": true, "resolve-state": true}
+var commitPoints = map[string]bool{"run": true, "state": true, "report-state": true, "release": true, "resolve-state": true}
 
 // unreachable lists the write points of docs/crash-points.md that no run of
 // the trial definition reaches, and why. The test fails when one of them is
