@@ -115,6 +115,7 @@ func Setup(reg *workflow.Registry, opts SetupOptions) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	o.Close()
 	switch opts.Scenario {
 	case "uncertain":
 		err = writeSetupFile(InterruptMarker(o.Dir()), "")

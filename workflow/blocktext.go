@@ -37,9 +37,12 @@ func jobBlockText(o *Orchestrator, r *replay, n *named, kept []store.Move, repor
 		}
 	}
 	if blk.problem != "" {
+		// Quoted line by line: nothing the worker wrote can pass for a line
+		// of the record.
 		b.WriteString("\n## Problem report\n\n")
-		b.WriteString(strings.TrimRight(blk.problem, "\n"))
-		b.WriteString("\n")
+		for _, line := range strings.Split(strings.TrimRight(blk.problem, "\n"), "\n") {
+			b.WriteString(strings.TrimRight("> "+OneLine(line), " ") + "\n")
+		}
 	}
 	if len(kept) > 0 {
 		b.WriteString("\n## Kept\n\n")
@@ -85,7 +88,7 @@ func writeReports(b *strings.Builder, subject Subject, reports []store.Report) {
 		if rep.Job != "" {
 			on = " on " + rep.Job
 		}
-		lines = append(lines, fmt.Sprintf("- report %d, %s, %s%s: %s", rep.Number, rep.At, rep.Event, on, rep.Text))
+		lines = append(lines, fmt.Sprintf("- report %d, %s, %s%s: %s", rep.Number, rep.At, rep.Event, on, OneLine(rep.Text)))
 	}
 	if len(lines) > 0 {
 		b.WriteString("\n## Reports\n\n")

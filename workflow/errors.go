@@ -38,6 +38,14 @@ var (
 
 	// ErrExists means a run was already started in a directory.
 	ErrExists = store.ErrExists
+
+	// ErrLink means a path of the run passes through a symbolic link,
+	// which custodian never follows.
+	ErrLink = store.ErrLink
+
+	// ErrIO means reading or writing a run's file failed for a cause
+	// outside its records: a permission, a full disk, a file too large.
+	ErrIO = store.ErrIO
 )
 
 // StateDir is the name of a run's state directory, where the engine keeps

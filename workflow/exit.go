@@ -56,6 +56,8 @@ var errorClasses = []struct {
 	{ErrDefinition, ExitDefinition, "the definition's code must change; give this message to the operator"},
 	{ErrUnknownDefinition, ExitFailed, "custodian definitions lists the definitions this binary carries"},
 	{ErrExists, ExitFailed, "give a new directory with --run, or leave --run out for a fresh one under runs/"},
+	{ErrLink, ExitFailed, "custodian follows no symbolic link in a run: put a directory where the link is, then run the command again; it wrote nothing"},
+	{ErrIO, ExitFailed, "fix the cause (a permission, a full disk, a file too large), then run the command again: a command that failed this way committed nothing, so a rerun is safe"},
 }
 
 // ExitCode returns the exit status a command ends with after err: ExitOK

@@ -567,7 +567,7 @@ func TestProblemReportBlocksAtOnce(t *testing.T) {
 			assert.Equal(t, workflow.BlockProblemReport, b.Kind)
 			assert.Equal(t, workflow.PermitRepair, b.Permitted, "a problem report is no retry: it blocks on the first attempt")
 			record := recordText(t, b.Record)
-			assert.Contains(t, record, "## Problem report\n\n"+problemText)
+			assert.Contains(t, record, "## Problem report\n\n> "+problemText, "the report is quoted line by line")
 
 			assert.False(t, h.exists("a.problem.md"), "the report stays in place")
 			assert.False(t, h.exists("a.md"), "the output beside the report stays in place")

@@ -6,7 +6,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/custodian-run/custodian/store"
 )
@@ -41,7 +43,15 @@ func Start(reg *Registry, name, dir string, params Params) (*Orchestrator, error
 	if params == nil {
 		params = Params{}
 	}
-	run, err := store.Create(dir, store.RunRecord{Definition: name, Params: params, Version: Version}, store.NewState(InputStateVersion))
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("start run %s: %w", dir, err)
+	}
+	if strings.ContainsFunc(abs, func(r rune) bool { return r == '`' || unicode.IsControl(r) }) {
+		return nil, refused("choose a run directory whose path holds neither",
+			"start run %q: the path holds a backtick or a control character, which the prompt files and step's output could not quote", abs)
+	}
+	run, err := store.Create(abs, store.RunRecord{Definition: name, Params: params, Version: Version}, store.NewState(InputStateVersion))
 	if err != nil {
 		return nil, err
 	}

@@ -54,7 +54,7 @@ func (o Outcome) WriteText(w io.Writer) error {
 		}
 	case KindUncertain:
 		for _, e := range o.Effects {
-			fmt.Fprintf(&b, "%s%s: %s\n", itemLead, EffectSubject(e.Name), oneLine(e.Detail))
+			fmt.Fprintf(&b, "%s%s: %s\n", itemLead, EffectSubject(e.Name), OneLine(e.Detail))
 			writeField(&b, permittedField, permittedUncertain)
 		}
 		for _, blk := range o.Blocks {
@@ -69,19 +69,19 @@ func (o Outcome) WriteText(w io.Writer) error {
 }
 
 func writeBlockText(b *strings.Builder, lead string, blk Block) {
-	fmt.Fprintf(b, "%s%s%s: %s\n", itemLead, lead, blk.Subject, oneLine(blk.Reason))
+	fmt.Fprintf(b, "%s%s%s: %s\n", itemLead, lead, blk.Subject, OneLine(blk.Reason))
 	writeField(b, recordField, blk.Record)
 }
 
 func writeField(b *strings.Builder, key, value string) {
-	fmt.Fprintf(b, "%s%s%s%s\n", fieldLead, key, fieldSeparator, oneLine(value))
+	fmt.Fprintf(b, "%s%s%s%s\n", fieldLead, key, fieldSeparator, OneLine(value))
 }
 
-// oneLine keeps a value of the text on its line: a line break or another
-// control character in it (a reason a definition gave, say) is written as
-// its Go escape, so that no value can begin a line of its own and pass for
-// an item or a field.
-func oneLine(s string) string {
+// OneLine keeps text on one line: a line break or another control
+// character in it (a reason a definition gave, a report's text) is written
+// as its Go escape, so that no text can begin a line of its own and pass
+// for an item, a field or a line of a log.
+func OneLine(s string) string {
 	if !strings.ContainsFunc(s, unicode.IsControl) {
 		return s
 	}

@@ -21,6 +21,7 @@ func logCommand(reg *workflow.Registry) *cli.Command {
 			if err != nil {
 				return err
 			}
+			defer o.Close()
 			events, err := o.Log()
 			if err != nil {
 				return err
@@ -40,7 +41,7 @@ func printLog(w io.Writer, events []workflow.Event) error {
 		if e.Type != workflow.EventStart {
 			step = fmt.Sprintf("step %d", e.Step)
 		}
-		fmt.Fprintf(&b, "%s  %-8s  %s\n", e.At, step, describe(e))
+		fmt.Fprintf(&b, "%s  %-8s  %s\n", workflow.OneLine(e.At), step, workflow.OneLine(describe(e)))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -17,6 +17,7 @@ func releaseCommand(reg *workflow.Registry) *cli.Command {
 			if err != nil {
 				return err
 			}
+			defer o.Close()
 			return o.Release(workflow.Subject(args[1]))
 		}),
 	}

@@ -20,11 +20,20 @@ func reportCommand(reg *workflow.Registry) *cli.Command {
 			&cli.StringFlag{Name: "text", Usage: "what happened, in a sentence"},
 		},
 		Action: withArgs([]string{"RUN", "EVENT"}, func(c *cli.Context, args []string) error {
+			job, err := text(c, "job")
+			if err != nil {
+				return err
+			}
+			what, err := text(c, "text")
+			if err != nil {
+				return err
+			}
 			o, err := workflow.Open(reg, args[0])
 			if err != nil {
 				return err
 			}
-			rep, err := o.Report(args[1], c.String("job"), c.String("text"))
+			defer o.Close()
+			rep, err := o.Report(args[1], job, what)
 			if err != nil {
 				return err
 			}

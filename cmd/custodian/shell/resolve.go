@@ -37,6 +37,7 @@ func resolveCommand(reg *workflow.Registry) *cli.Command {
 			if err != nil {
 				return err
 			}
+			defer o.Close()
 			return o.Resolve(args[1], what)
 		}),
 	}

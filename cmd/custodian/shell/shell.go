@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/custodian-run/custodian/workflow"
 	"github.com/urfave/cli/v2"
@@ -231,10 +232,31 @@ func pairs(c *cli.Context, flagName string) (map[string]string, error) {
 		if !ok || key == "" {
 			return nil, usagef(c, "--%s %q is not KEY=VALUE", flagName, p)
 		}
+		if !utf8.ValidString(p) {
+			return nil, notUTF8(c, flagName, p)
+		}
 		if _, dup := out[key]; dup {
 			return nil, usagef(c, "--%s %s is given twice", flagName, key)
 		}
 		out[key] = value
 	}
 	return out, nil
+}
+
+// text returns the value of the flag flagName, which must be UTF-8: a value
+// that is not would be stored with its bad bytes replaced, and a harness
+// would act on text nobody gave.
+func text(c *cli.Context, flagName string) (string, error) {
+	v := c.String(flagName)
+	if !utf8.ValidString(v) {
+		return "", notUTF8(c, flagName, v)
+	}
+	return v, nil
+}
+
+func notUTF8(c *cli.Context, flagName, value string) error {
+	return &workflow.UsageError{
+		Message: subject(c) + fmt.Sprintf("--%s %q is not UTF-8 text", flagName, value),
+		Hint:    "give the value as UTF-8; custodian keeps text as it is given and will not replace bytes it cannot read",
+	}
 }

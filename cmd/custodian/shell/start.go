@@ -27,6 +27,7 @@ func startCommand(reg *workflow.Registry) *cli.Command {
 			if err != nil {
 				return err
 			}
+			defer o.Close()
 			_, err = fmt.Fprintln(c.App.Writer, o.Dir())
 			return err
 		}),

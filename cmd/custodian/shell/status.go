@@ -25,6 +25,7 @@ func statusCommand(reg *workflow.Registry) *cli.Command {
 			if err != nil {
 				return err
 			}
+			defer o.Close()
 			s, err := o.Status()
 			if err != nil {
 				return err

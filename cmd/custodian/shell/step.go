@@ -23,6 +23,7 @@ func stepCommand(reg *workflow.Registry) *cli.Command {
 			if err != nil {
 				return err
 			}
+			defer o.Close()
 			out, err := o.Step()
 			if err != nil {
 				return err
