@@ -15,6 +15,28 @@ import (
 // process may have ended inside. Where several things apply, the agent is
 // told the gravest, and the operator every command that is theirs to run.
 func advice(s Status) (agent, operator string) {
+	agent, operator = outcomeAdvice(s)
+	if r := s.StopReport; r != nil && agent != "nothing: the run is finished" {
+		// The agent orchestrator has stopped: whatever the outcome lets it
+		// do, it waits, and the run waits for the operator.
+		agent = fmt.Sprintf("nothing: you reported a stop after step %d (report %d); the run waits for the operator", s.Steps, r.Number)
+		then := "settle what stopped it"
+		if operator != "nothing" {
+			then = operator
+		}
+		operator = fmt.Sprintf("the agent orchestrator stopped after step %d (report %d: %s); %s; then tell it to resume the loop",
+			s.Steps, r.Number, OneLine(r.Text), then)
+	}
+	return agent, operator
+}
+
+// absentNote warns the operator who resolves an effect as absent that it
+// runs again.
+const absentNote = " (absent: it runs again at the next step that reaches it, so remove any part of it that took place first)"
+
+// outcomeAdvice is what the last outcome and what came after it let each
+// party do.
+func outcomeAdvice(s Status) (agent, operator string) {
 	run := shellQuote(s.Run)
 	settled := map[Subject]bool{}
 	for _, subject := range s.Settled {
@@ -29,14 +51,14 @@ func advice(s Status) (agent, operator string) {
 	for _, e := range out.Effects {
 		if !settled[EffectSubject(e.Name)] {
 			uncertain = append(uncertain, e.Name)
-			ops = append(ops, "establish whether effect "+e.Name+" took place, then: custodian resolve "+run+" "+e.Name+" completed|absent")
+			ops = append(ops, "establish whether effect "+e.Name+" took place, then: custodian resolve "+run+" "+e.Name+" completed|absent"+absentNote)
 		}
 	}
 	for _, e := range s.Effects {
 		if e.Interrupted && !slices.Contains(uncertain, e.Name) {
 			interrupted = append(interrupted, e.Name)
 			ops = append(ops, "make sure no custodian process is running, then let a step ask the recognizer of effect "+e.Name+
-				", or establish whether it took place and: custodian resolve "+run+" "+e.Name+" completed|absent")
+				", or establish whether it took place and: custodian resolve "+run+" "+e.Name+" completed|absent"+absentNote)
 		}
 	}
 	if s.Workflow != nil {
@@ -51,7 +73,7 @@ func advice(s Status) (agent, operator string) {
 		default:
 			stops = append(stops, b.Subject)
 			if name, ok := b.Subject.Effect(); ok {
-				ops = append(ops, "establish what took place, then: custodian resolve "+run+" "+name+" completed|absent")
+				ops = append(ops, "establish what took place, then: custodian resolve "+run+" "+name+" completed|absent"+absentNote)
 			} else {
 				ops = append(ops, "fix the cause, then: custodian release "+run+" "+b.Subject.String())
 			}

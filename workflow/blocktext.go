@@ -107,11 +107,30 @@ func effectBlockText(o *Orchestrator, blk Block, eb effectBlock, reports []store
 		inputs = strings.Join(eb.inputs, ", ")
 	}
 	fmt.Fprintf(&b, "- Inputs: %s\n\n", inputs)
-	fmt.Fprintf(&b, "The operator establishes what is outside and records it with "+
-		"`custodian resolve %s %s completed` (it stands) or `custodian resolve %s %s absent` (it runs again when reached).\n",
-		o.run.Dir, eb.name, o.run.Dir, eb.name)
+	writeResolve(&b, o, eb.name)
 	writeReports(&b, WorkflowSubject, reports)
 	return []byte(b.String())
+}
+
+// uncertainText is the record of an effect whose fate is uncertain: what
+// is known, and what the operator does.
+func uncertainText(o *Orchestrator, e EffectState, reports []store.Report) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Effect %s is uncertain\n\n", e.Name)
+	fmt.Fprintf(&b, "- What is known: %s\n", OneLine(e.Detail))
+	b.WriteString("- Permitted: stop and report to the operator; the operator establishes what took place\n\n")
+	writeResolve(&b, o, e.Name)
+	writeReports(&b, WorkflowSubject, reports)
+	return []byte(b.String())
+}
+
+// writeResolve says how the operator settles an effect.
+func writeResolve(b *strings.Builder, o *Orchestrator, name string) {
+	run := shellQuote(o.run.Dir)
+	fmt.Fprintf(b, "The operator establishes what is outside and records it with "+
+		"`custodian resolve %s %s completed` (it stands) or `custodian resolve %s %s absent` "+
+		"(it runs again at the next step that reaches it: remove whatever part of it took place first).\n",
+		run, name, run, name)
 }
 
 func inARow(n int) string {

@@ -54,7 +54,7 @@ func (o *Orchestrator) decide(rec *loaded, journal func(string, *store.Effect) e
 	}
 	st, effects := rec.state, rec.effects
 	if s := st.Workflow.Stopped; s != nil {
-		return o.decideStopped(st, effects, s), nil
+		return o.decideStopped(st, effects, s, rec.reports), nil
 	}
 	r := newReplay(o, st, effects, limits)
 	r.journal = journal
@@ -71,17 +71,35 @@ func (o *Orchestrator) decide(rec *loaded, journal func(string, *store.Effect) e
 // decideStopped plans a step while the workflow is stopped: the definition
 // does not run, so an effect left started cannot be recognized, and its
 // fate is uncertain. The step commits only its history.
-func (o *Orchestrator) decideStopped(st *store.State, effects map[string]*store.Effect, s *store.Stop) *plan {
+func (o *Orchestrator) decideStopped(st *store.State, effects map[string]*store.Effect, s *store.Stop, reports []store.Report) *plan {
 	out := Outcome{Kind: KindBlocked, Blocks: []Block{o.stoppedBlock(WorkflowSubject, s)}}
+	var uncertain []EffectState
 	for _, name := range store.EffectNames(effects) {
 		if effects[name].Status == store.EffectStarted {
-			out.Kind = KindUncertain
-			out.Effects = append(out.Effects, EffectState{Name: name,
+			uncertain = append(uncertain, EffectState{Name: name,
 				Detail: "the effect started and its completion was not recorded; the workflow is stopped"})
 		}
 	}
+	var texts []textFile
+	if len(uncertain) > 0 {
+		out.Kind = KindUncertain
+		out.Effects, texts = o.uncertainRecords(uncertain, reports)
+	}
 	st.Steps++
-	return &plan{outcome: out, state: st, events: sealHistory(st, effects, o.stepEvents(out, nil))}
+	return &plan{outcome: out, texts: texts, state: st, events: sealHistory(st, effects, o.stepEvents(out, nil))}
+}
+
+// uncertainRecords gives each uncertain effect its record, sorted by name,
+// and the texts to write them.
+func (o *Orchestrator) uncertainRecords(uncertain []EffectState, reports []store.Report) ([]EffectState, []textFile) {
+	effects := slices.SortedFunc(slices.Values(uncertain), func(a, b EffectState) int { return strings.Compare(a.Name, b.Name) })
+	texts := make([]textFile, len(effects))
+	for i := range effects {
+		rel := store.EffectBlockPath(effects[i].Name)
+		effects[i].Record = o.abs(rel)
+		texts[i] = textFile{label: "block", rel: rel, data: uncertainText(o, effects[i], reports)}
+	}
+	return effects, texts
 }
 
 // decideReplayed turns a replay into the plan of a counted step, or of an
@@ -173,7 +191,8 @@ func (o *Orchestrator) decideUncertain(r *replay, byName []*named, blocks []Bloc
 	for i := range blocks {
 		blocks[i].Record = o.abs(carried(o.run.Rel(blocks[i].Record)))
 	}
-	effects := slices.SortedFunc(slices.Values(r.uncertain), func(a, b EffectState) int { return strings.Compare(a.Name, b.Name) })
+	effects, records := o.uncertainRecords(r.uncertain, reports)
+	texts = append(texts, records...)
 	out := Outcome{Kind: KindUncertain, Effects: effects, Blocks: blocks}
 	st.Steps++
 	return &plan{outcome: out, texts: texts, state: st, events: sealHistory(st, r.effects, o.stepEvents(out, nil)), files: r.files}
@@ -198,7 +217,8 @@ func (h *handouts) plan(o *Orchestrator, r *replay, handingOut bool) error {
 	for _, n := range r.order {
 		name := n.spec.job.Name
 		if f := n.refusal; f != nil {
-			h.events = append(h.events, store.Event{Type: store.EventRefuse, Subject: name, Attempt: n.js.Handouts, Kind: f.Kind, Text: f.Reason})
+			h.events = append(h.events, store.Event{Type: store.EventRefuse, Subject: name, Attempt: n.js.Handouts, Kind: f.Kind, Text: f.Reason,
+				Messages: slices.Clone(n.refusalMessages)})
 		}
 		if n.newlyAccepted {
 			h.events = append(h.events, store.Event{Type: store.EventAccept, Subject: name, Attempt: n.js.Handouts})

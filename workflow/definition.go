@@ -3,7 +3,6 @@ package workflow
 import (
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -108,8 +107,6 @@ func (d *Definition) repairScope() string {
 	return d.RepairScope
 }
 
-var namePattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
-
 // Registry maps definition names to definitions. A binary builds one from
 // the definitions it carries and hands it to the shell.
 type Registry struct {
@@ -133,8 +130,8 @@ func (r *Registry) Register(d *Definition) error {
 	switch {
 	case d == nil || d.Run == nil:
 		return fmt.Errorf("register definition: it has no Run function: %w", ErrDefinition)
-	case !namePattern.MatchString(d.Name):
-		return fmt.Errorf("register definition %q: a name is a lower-case identifier ([a-z][a-z0-9-]*): %w", d.Name, ErrDefinition)
+	case nameProblem("definition", d.Name) != "":
+		return fmt.Errorf("register definition: %s: %w", nameProblem("definition", d.Name), ErrDefinition)
 	case r.defs[d.Name] != nil:
 		return fmt.Errorf("register definition %s: the name is taken: %w", d.Name, ErrDefinition)
 	}

@@ -60,11 +60,11 @@ func (c *Context) Effect(name string, do func() error, opts ...EffectOption) {
 	j := prev
 	if j != nil && j.Status == store.EffectStarted {
 		recognition, why := recognize(e.recognize)
-		switch recognition {
-		case Completed:
+		switch recognition.fate {
+		case fateCompleted:
 			j.Status, j.At, j.By = store.EffectCompleted, store.Now(), "recognizer"
 			r.save(r.journal("effect-recognized", j))
-		case Absent:
+		case fateAbsent:
 			j = nil
 		default:
 			r.uncertain = append(r.uncertain, EffectState{Name: name,
@@ -93,8 +93,8 @@ func (c *Context) Effect(name string, do func() error, opts ...EffectOption) {
 }
 
 func (r *replay) declareEffect(e *effectSpec) error {
-	if !namePattern.MatchString(e.name) {
-		return r.rule("effect name %q is not a plain lower-case identifier ([a-z][a-z0-9-]*)", e.name)
+	if p := nameProblem("effect", e.name); p != "" {
+		return r.rule("%s", p)
 	}
 	if r.reached[e.name] {
 		return r.rule("effect %s is declared twice in one step; give each effect its own name", e.name)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -69,6 +70,7 @@ type spec struct {
 	output  string   // run-relative, slash-separated
 	problem string   // run-relative, slash-separated
 	inputs  []string // keys: run-relative when inside the run, sorted, unique
+	listed  []string // the same keys in the order the definition declared them
 	launch  []byte   // canonical JSON
 }
 
@@ -86,8 +88,8 @@ func newSpec(defName, runDir string, j Job) (*spec, error) {
 	switch {
 	case j.Name == "workflow":
 		return nil, bad("the name workflow is reserved for the definition's own code")
-	case !namePattern.MatchString(j.Name):
-		return nil, &DefinitionError{Definition: defName, Rule: fmt.Sprintf("job name %q is not a plain lower-case identifier ([a-z][a-z0-9-]*)", j.Name)}
+	case nameProblem("job", j.Name) != "":
+		return nil, &DefinitionError{Definition: defName, Rule: nameProblem("job", j.Name)}
 	}
 	out, ok := insideRun(runDir, j.Output)
 	if !ok {
@@ -111,6 +113,7 @@ func newSpec(defName, runDir string, j Job) (*spec, error) {
 			s.inputs = append(s.inputs, key)
 		}
 	}
+	s.listed = slices.Clone(s.inputs)
 	sort.Strings(s.inputs)
 	launch, err := canonicalJSON(j.Launch)
 	if err != nil {

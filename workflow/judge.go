@@ -168,7 +168,7 @@ func (r *replay) judgeAttempt(n *named, out store.Content) error {
 	t.Failures++
 	t.Messages = messages
 	t.LastFailure = &store.Failure{Kind: string(kind), Reason: reason}
-	n.refusal = t.LastFailure
+	n.refusal, n.refusalMessages = t.LastFailure, messages
 	line := fmt.Sprintf("attempt %d: %s", js.Handouts, reason)
 	for _, m := range messages {
 		line += "\n  - " + m

@@ -100,7 +100,8 @@ type Block struct {
 // EffectState is an effect whose fate is uncertain.
 type EffectState struct {
 	Name   string `json:"name"`
-	Detail string `json:"detail"`
+	Detail string `json:"detail"` // what is known
+	Record string `json:"record"` // absolute path of the effect's record
 }
 
 // MarshalJSON renders the outcome as the one object `step --json` prints.
@@ -188,6 +189,10 @@ func (o Outcome) paths(f func(string) string) Outcome {
 	for i := range c.Blocks {
 		c.Blocks[i].Record = mapPath(f, c.Blocks[i].Record)
 	}
+	c.Effects = slices.Clone(o.Effects)
+	for i := range c.Effects {
+		c.Effects[i].Record = mapPath(f, c.Effects[i].Record)
+	}
 	return c
 }
 
@@ -199,6 +204,9 @@ func (o Outcome) pathList() []string {
 	}
 	for _, b := range o.Blocks {
 		list = append(list, b.Record)
+	}
+	for _, e := range o.Effects {
+		list = append(list, e.Record)
 	}
 	return slices.DeleteFunc(list, func(p string) bool { return p == "" })
 }

@@ -55,6 +55,7 @@ func (o Outcome) WriteText(w io.Writer) error {
 	case KindUncertain:
 		for _, e := range o.Effects {
 			fmt.Fprintf(&b, "%s%s: %s\n", itemLead, EffectSubject(e.Name), OneLine(e.Detail))
+			writeField(&b, recordField, e.Record)
 			writeField(&b, permittedField, permittedUncertain)
 		}
 		for _, blk := range o.Blocks {
@@ -242,12 +243,12 @@ func parseUncertainItem(out *Outcome, it item) error {
 	if !ok {
 		return fmt.Errorf("%q names neither an effect nor another block", it.head)
 	}
-	if err := it.expect(permittedField); err != nil {
+	if err := it.expect(recordField, permittedField); err != nil {
 		return err
 	}
 	if p := it.fields[permittedField]; p != permittedUncertain {
 		return fmt.Errorf("effect %s: permitted %q is not %q", name, p, permittedUncertain)
 	}
-	out.Effects = append(out.Effects, EffectState{Name: name, Detail: detail})
+	out.Effects = append(out.Effects, EffectState{Name: name, Detail: detail, Record: it.fields[recordField]})
 	return nil
 }

@@ -26,7 +26,7 @@ func TestOutcome_WriteText(t *testing.T) {
 			name: "uncertain with a carried block",
 			out: workflow.Outcome{
 				Kind:    workflow.KindUncertain,
-				Effects: []workflow.EffectState{{Name: "publish", Detail: "the journal says started; the recognizer found one of two files"}},
+				Effects: []workflow.EffectState{{Name: "publish", Detail: "the journal says started; the recognizer found one of two files", Record: "/abs/run/.custodian/effect-blocks/publish.md"}},
 				Blocks: []workflow.Block{{
 					Subject: "claims", Kind: workflow.BlockNoOutput, Reason: "no output, attempt 2 of 2",
 					Record: "/abs/run/.custodian/jobs/claims/block-1.md", Permitted: workflow.PermitRepair, Scope: "anything",
@@ -35,6 +35,7 @@ func TestOutcome_WriteText(t *testing.T) {
 			want: []string{
 				"uncertain",
 				"- effect publish: the journal says started; the recognizer found one of two files",
+				"  record: /abs/run/.custodian/effect-blocks/publish.md",
 				"  permitted: stop and report to the operator; the operator establishes what took place",
 				"- also claims: no output, attempt 2 of 2",
 				"  record: /abs/run/.custodian/jobs/claims/block-1.md",
@@ -107,7 +108,7 @@ var outcomes = []workflow.Outcome{
 		{Subject: "effect publish", Reason: "the effect is completed: and its inputs changed", Record: "/abs/r/.custodian/effect-blocks/publish.md", Permitted: workflow.PermitStop},
 		{Subject: "workflow", Reason: "panic: boom", Record: "/abs/r/.custodian/workflow/block-1.md", Permitted: workflow.PermitStop},
 	}},
-	{Kind: workflow.KindUncertain, Effects: []workflow.EffectState{{Name: "publish", Detail: "the recognizer could not tell: one of two files"}},
+	{Kind: workflow.KindUncertain, Effects: []workflow.EffectState{{Name: "publish", Detail: "the recognizer could not tell: one of two files", Record: "/abs/run/.custodian/effect-blocks/publish.md"}},
 		Blocks: []workflow.Block{{Subject: "claims", Reason: "no output", Record: "/abs/run/.custodian/jobs/claims/carried-by-step-3.md"}}},
 }
 
@@ -209,7 +210,7 @@ func FuzzOutcomeText(f *testing.F) {
 		case workflow.KindBlocked:
 			o = workflow.Outcome{Kind: o.Kind, Blocks: []workflow.Block{{Subject: workflow.JobSubject(name), Reason: text, Record: path, Permitted: workflow.PermitRepair, Scope: text}}}
 		case workflow.KindUncertain:
-			o = workflow.Outcome{Kind: o.Kind, Effects: []workflow.EffectState{{Name: name, Detail: text}},
+			o = workflow.Outcome{Kind: o.Kind, Effects: []workflow.EffectState{{Name: name, Detail: text, Record: path}},
 				Blocks: []workflow.Block{{Subject: workflow.WorkflowSubject, Reason: text, Record: path}}}
 		}
 		var b strings.Builder

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -15,8 +16,12 @@ import (
 type Prompt struct {
 	// Task is the job's prompt, without trailing white space.
 	Task string
-	// Inputs are the absolute paths of the job's declared inputs.
+	// Inputs are the absolute paths of the job's declared inputs, in the
+	// order the definition declared them.
 	Inputs []string
+	// Missing are the inputs, among Inputs, that did not exist when the job
+	// was handed out: the worker is told so rather than left to find out.
+	Missing []string
 	// Output is where the worker writes the result, absolute.
 	Output string
 	// Problem is where the worker writes why it could not finish, absolute.
@@ -37,6 +42,7 @@ const (
 	listItem        = "- "
 	continuedItem   = "  "
 	pathItemPattern = listItem + "`%s`"
+	missingInput    = " (it did not exist when this job was handed out)"
 )
 
 // Text renders the prompt file: the task, then (when there are inputs)
@@ -52,7 +58,11 @@ func (p Prompt) Text() []byte {
 	if len(p.Inputs) > 0 {
 		b.WriteString(inputsHeading + "\n\n")
 		for _, in := range p.Inputs {
-			fmt.Fprintf(&b, pathItemPattern+"\n", in)
+			fmt.Fprintf(&b, pathItemPattern, in)
+			if slices.Contains(p.Missing, in) {
+				b.WriteString(missingInput)
+			}
+			b.WriteString("\n")
 		}
 		b.WriteString("\n")
 	}
@@ -102,7 +112,7 @@ func ParsePrompt(data []byte) (Prompt, error) {
 		}
 		p.Refusals = refusals
 	}
-	p.Task, p.Inputs = splitInputs(head)
+	p.Task, p.Inputs, p.Missing = splitInputs(head)
 	return p, nil
 }
 
@@ -133,21 +143,25 @@ func parseRefusals(rest string) ([]string, error) {
 // section. When the task itself ends with something shaped like an inputs
 // section and the job has none, the two cannot be told apart; the task is
 // then read shorter, which changes no path.
-func splitInputs(head string) (task string, inputs []string) {
+func splitInputs(head string) (task string, inputs, missing []string) {
 	task = strings.TrimSuffix(head, "\n\n")
 	at := strings.LastIndex(head, "\n"+inputsHeading+"\n\n")
 	if at < 0 {
-		return task, nil
+		return task, nil, nil
 	}
 	list := strings.TrimSuffix(head[at+1+len(inputsHeading)+2:], "\n\n")
 	for _, line := range strings.Split(list, "\n") {
+		line, gone := strings.CutSuffix(line, missingInput)
 		in, ok := between(line, pathItemPattern)
 		if !ok {
-			return task, nil
+			return task, nil, nil
 		}
 		inputs = append(inputs, in)
+		if gone {
+			missing = append(missing, in)
+		}
 	}
-	return strings.TrimSuffix(head[:at+1], "\n\n"), inputs
+	return strings.TrimSuffix(head[:at+1], "\n\n"), inputs, missing
 }
 
 // between cuts the %s out of a line made by fmt.Sprintf(pattern, s).
@@ -167,8 +181,15 @@ func promptText(r *replay, n *named) []byte {
 		Output:  r.abs(n.spec.output),
 		Problem: r.abs(n.spec.problem),
 	}
-	for _, in := range n.spec.inputs {
+	gone := map[string]bool{}
+	for _, f := range n.current.Files {
+		gone[f.Path] = f.SHA256 == ""
+	}
+	for _, in := range n.spec.listed {
 		p.Inputs = append(p.Inputs, inputPath(r.dir, in))
+		if gone[in] {
+			p.Missing = append(p.Missing, inputPath(r.dir, in))
+		}
 	}
 	if t := n.js.Trouble; t != nil && t.Failures > 0 {
 		p.Refusals = t.Messages

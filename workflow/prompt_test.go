@@ -15,6 +15,7 @@ var prompts = map[string]workflow.Prompt{
 	"first attempt": {
 		Task:    "Review the paper.",
 		Inputs:  []string{"/run/paper.md", "/elsewhere/style guide.md"},
+		Missing: []string{"/elsewhere/style guide.md"},
 		Output:  "/run/review.md",
 		Problem: "/run/review.problem.md",
 	},

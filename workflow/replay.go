@@ -59,8 +59,9 @@ type named struct {
 	reopen  string    // why an accepted output is handed out again
 	block   *jobBlock // with blocked and stopped
 
-	newlyAccepted bool           // accepted in this step
-	refusal       *store.Failure // a failed attempt judged in this step
+	newlyAccepted   bool           // accepted in this step
+	refusal         *store.Failure // a failed attempt judged in this step
+	refusalMessages []string       // what the refusal told the next attempt
 }
 
 // jobBlock is a job's block found in this step.

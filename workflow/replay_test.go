@@ -363,15 +363,32 @@ func TestPromptFileCarriesTaskPathsAndReplyRequest(t *testing.T) {
 	assert.Equal(t, h.path(".custodian/jobs/brief/prompt-1.md"), j.Prompt)
 	assert.True(t, filepath.IsAbs(j.Prompt))
 
+	// The inputs are listed in the order the definition declared them.
 	want := "Summarize the paper in five bullets.\n\n" +
 		"## Inputs\n\n" +
-		"- `" + outside + "`\n" +
-		"- `" + h.path("paper.md") + "`\n\n" +
+		"- `" + h.path("paper.md") + "`\n" +
+		"- `" + outside + "`\n\n" +
 		"## Where to write\n\n" +
 		"Write the result to `" + h.path("out/brief.md") + "`.\n" +
 		"If you cannot finish the task, write why to `" + h.path("out/brief.problem.md") + "` instead.\n\n" +
 		"Reply in one line that names the file you wrote. Do not repeat or summarize its content.\n"
 	assert.Equal(t, want, recordText(t, j.Prompt))
+}
+
+// A declared input that does not exist when the job is handed out is named
+// in the prompt as missing; the input state still holds it, as absent.
+func TestPromptNamesAMissingInput(t *testing.T) {
+	h := startRun(t, &workflow.Definition{Name: "prompt", Run: func(ctx *workflow.Context) error {
+		ctx.Agent(workflow.Job{Name: "brief", Prompt: "Summarize.", Output: "brief.md",
+			Inputs: []string{"paper.md", "notes.md"}}).Wait()
+		return nil
+	}}, map[string]string{"paper.md": "paper\n"})
+	j := h.launch("brief")["brief"]
+	p, err := workflow.ParsePrompt([]byte(recordText(t, j.Prompt)))
+	require.NoError(t, err)
+	assert.Equal(t, []string{h.path("paper.md"), h.path("notes.md")}, p.Inputs)
+	assert.Equal(t, []string{h.path("notes.md")}, p.Missing)
+	assert.Contains(t, recordText(t, j.Prompt), "- `"+h.path("notes.md")+"` (it did not exist when this job was handed out)\n")
 }
 
 func TestContext_Wait(t *testing.T) {

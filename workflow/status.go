@@ -39,9 +39,12 @@ type Status struct {
 	// Settled names what the operator released (workflow, a job) or
 	// resolved (an effect) since the last step: what the last outcome says
 	// of them no longer stands.
-	Settled  []Subject `json:"settled"`
-	Agent    string    `json:"agent"`    // what the agent orchestrator may do now
-	Operator string    `json:"operator"` // what the operator may do now
+	Settled []Subject `json:"settled"`
+	// StopReport is the agent orchestrator's report that it stopped, made
+	// after the last step: the run waits for the operator.
+	StopReport *Report `json:"stop_report"`
+	Agent      string  `json:"agent"`    // what the agent orchestrator may do now
+	Operator   string  `json:"operator"` // what the operator may do now
 }
 
 // LastStep is the outcome of the run's last step.
@@ -179,6 +182,11 @@ func (o *Orchestrator) Status() (Status, error) {
 			if stands && !(b.Subject == WorkflowSubject && s.Workflow != nil) && !isListedJob(s, b.Subject) {
 				s.Blocks = append(s.Blocks, b)
 			}
+		}
+	}
+	if n := len(rec.reports); n > 0 {
+		if last := rec.reports[n-1]; last.Event == ReportStop && last.Step == st.Steps {
+			s.StopReport = &last
 		}
 	}
 	s.Agent, s.Operator = advice(s)

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -325,7 +326,7 @@ func TestStatusOfAnEffectWhoseFateIsOpen(t *testing.T) {
 	assert.Equal(t, "stop and report it: effect publish started and its end is not recorded; "+
 		"a step is inside it or a process ended inside it", s.Agent)
 	assert.Equal(t, "make sure no custodian process is running, then let a step ask the recognizer of effect publish, "+
-		"or establish whether it took place and: custodian resolve "+r.dir+" publish completed|absent", s.Operator)
+		"or establish whether it took place and: custodian resolve "+r.dir+" publish completed|absent (absent: it runs again at the next step that reaches it, so remove any part of it that took place first)", s.Operator)
 
 	r.expect(workflow.KindUncertain)
 	s, err = r.open().Status()
@@ -334,7 +335,7 @@ func TestStatusOfAnEffectWhoseFateIsOpen(t *testing.T) {
 	assert.Equal(t, 2, s.Last.Step)
 	assert.Equal(t, workflow.KindUncertain, s.Last.Outcome.Kind)
 	assert.Equal(t, "stop and report it: the fate of an effect is uncertain (publish)", s.Agent)
-	assert.Equal(t, "establish whether effect publish took place, then: custodian resolve "+r.dir+" publish completed|absent", s.Operator)
+	assert.Equal(t, "establish whether effect publish took place, then: custodian resolve "+r.dir+" publish completed|absent (absent: it runs again at the next step that reaches it, so remove any part of it that took place first)", s.Operator)
 
 	require.NoError(t, r.resolve("publish", workflow.Absent))
 	s, err = r.open().Status()
@@ -359,7 +360,7 @@ func TestStatusOfAnEffectBlock(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"release.md"}, s.Effects[0].Changed)
 	assert.Equal(t, fmt.Sprintf(statusAdviceStop, "effect publish"), s.Agent)
-	assert.Equal(t, "establish what took place, then: custodian resolve "+r.dir+" publish completed|absent", s.Operator)
+	assert.Equal(t, "establish what took place, then: custodian resolve "+r.dir+" publish completed|absent (absent: it runs again at the next step that reaches it, so remove any part of it that took place first)", s.Operator)
 
 	require.NoError(t, r.resolve("publish", workflow.Completed))
 	s, err = r.open().Status()
@@ -559,4 +560,32 @@ func TestStatusOfAnEffectInterruptedBeforeTheFirstCommit(t *testing.T) {
 	events, err := r.open().Log()
 	require.NoError(t, err)
 	assert.Equal(t, []string{"start effect-stamp"}, historyLines(events), "nothing was committed")
+}
+
+// An agent orchestrator that reported a stop after the last step is done
+// until the operator acts: status says so, whatever the outcome permitted.
+func TestOrchestrator_StatusAfterAStopReport(t *testing.T) {
+	h := startRun(t, oneJob(job("a")), source)
+	h.work(h.launch("a"), map[string]reply{"a": {output: invalidText}})
+	h.work(h.launch("a"), map[string]reply{"a": {output: invalidText}})
+	h.blocked()
+	s, err := h.o.Status()
+	require.NoError(t, err)
+	require.Nil(t, s.StopReport)
+	assert.True(t, strings.HasPrefix(s.Agent, "repair within the scope"), s.Agent)
+
+	_, err = h.o.Report(workflow.ReportStop, "a", "no repair in scope helps")
+	require.NoError(t, err)
+	s, err = h.o.Status()
+	require.NoError(t, err)
+	require.NotNil(t, s.StopReport)
+	assert.Equal(t, 1, s.StopReport.Number)
+	assert.Equal(t, "nothing: you reported a stop after step 3 (report 1); the run waits for the operator", s.Agent)
+	assert.Contains(t, s.Operator, "the agent orchestrator stopped after step 3 (report 1: no repair in scope helps)")
+
+	// A step after it is the loop resumed: the report is history.
+	h.step()
+	s, err = h.o.Status()
+	require.NoError(t, err)
+	assert.Nil(t, s.StopReport)
 }

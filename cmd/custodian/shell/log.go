@@ -59,7 +59,11 @@ func describe(e workflow.Event) string {
 	case workflow.EventAccept:
 		return fmt.Sprintf("accepted %s, attempt %d", e.Subject, e.Attempt)
 	case workflow.EventRefuse:
-		return fmt.Sprintf("refused %s, attempt %d (%s): %s", e.Subject, e.Attempt, e.Kind, e.Text)
+		line := fmt.Sprintf("refused %s, attempt %d (%s): %s", e.Subject, e.Attempt, e.Kind, e.Text)
+		if len(e.Messages) > 0 {
+			line += " (" + strings.Join(e.Messages, "; ") + ")"
+		}
+		return line
 	case workflow.EventReopen:
 		return fmt.Sprintf("reopened %s: %s", e.Subject, e.Text)
 	case workflow.EventKeep:

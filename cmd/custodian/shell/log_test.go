@@ -84,11 +84,11 @@ func TestLogPrintsRefusalsStopsAndReleases(t *testing.T) {
 		"TIME  step 1    handed out assumptions, attempt 1: .custodian/jobs/assumptions/prompt-1.md",
 		"TIME  step 2    outcome: launch",
 		"TIME  step 2    accepted claims, attempt 1",
-		"TIME  step 2    refused assumptions, attempt 1 (validator-refused): the output was refused by its validator",
+		"TIME  step 2    refused assumptions, attempt 1 (validator-refused): the output was refused by its validator (the output must be empty and must also start with a level-one heading)",
 		"TIME  step 2    kept assumptions.md of assumptions as .custodian/jobs/assumptions/kept/1-assumptions.md",
 		"TIME  step 2    handed out assumptions, attempt 2: .custodian/jobs/assumptions/prompt-2.md",
 		"TIME  step 3    outcome: blocked",
-		"TIME  step 3    refused assumptions, attempt 2 (validator-refused): the output was refused by its validator",
+		"TIME  step 3    refused assumptions, attempt 2 (validator-refused): the output was refused by its validator (the output must be empty and must also start with a level-one heading)",
 		"TIME  step 3    kept assumptions.md of assumptions as .custodian/jobs/assumptions/kept/2-assumptions.md",
 		"TIME  step 3    blocked assumptions (validator-refused): the output was refused by its validator, attempt 2 of 2 (permits stop); "+
 			"record .custodian/jobs/assumptions/block-1.md",

@@ -20,8 +20,9 @@ func resolveCommand(reg *workflow.Registry) *cli.Command {
 		Usage:     "the operator's: record whether an effect whose fate code cannot settle took place",
 		ArgsUsage: "RUN EFFECT completed|absent",
 		Description: "EFFECT is an effect that step reports as uncertain, or blocks on. completed lets it stand\n" +
-			"with its inputs as they are now; absent withdraws it, so that it runs again when the definition\n" +
-			"reaches it. Only the operator resolves, once they have established what took place. Prints nothing.",
+			"with its inputs as they are now; absent withdraws it, so that it runs again at the next step that\n" +
+			"reaches it: remove any part of it that took place first. Only the operator resolves, once they have\n" +
+			"established what took place. Prints nothing.",
 		Action: withArgs([]string{"RUN", "EFFECT", "completed|absent"}, func(c *cli.Context, args []string) error {
 			what, ok := answers[args[2]]
 			if !ok {

@@ -68,6 +68,7 @@ func uncertainPublish(t *testing.T) (reg *workflow.Registry, dir string, p *publ
 	require.Equal(t, lines(
 		"uncertain",
 		"- effect publish: the effect started and its completion was not recorded; the recognizer could not establish whether it took place",
+		"  record: "+filepath.Join(dir, ".custodian", "effect-blocks", "publish.md"),
 		"  permitted: stop and report to the operator; the operator establishes what took place",
 	), runOK(t, reg, "step", dir))
 	require.Equal(t, 1, p.runs)

@@ -99,6 +99,9 @@ func printStatus(w io.Writer, s workflow.Status) error {
 			printStatusBlock(&b, "  block: ", *blk)
 		}
 	}
+	if r := s.StopReport; r != nil {
+		fmt.Fprintf(&b, "stopped: the agent orchestrator reported a stop after step %d (report %d): %s\n", s.Steps, r.Number, workflow.OneLine(r.Text))
+	}
 	if settled := s.SettledText(); settled != "" {
 		fmt.Fprintf(&b, "since step %d: the operator %s\n", s.Last.Step, settled)
 	}

@@ -300,7 +300,7 @@ func TestStatusPrintsEffects(t *testing.T) {
 		"  inputs changed since: release.md",
 		"  uncertain: the effect started and its completion was not recorded; the recognizer could not establish whether it took place",
 		"agent orchestrator: stop and report it: the fate of an effect is uncertain (publish)",
-		"operator: establish whether effect publish took place, then: custodian resolve "+dir+" publish completed|absent",
+		"operator: establish whether effect publish took place, then: custodian resolve "+dir+" publish completed|absent (absent: it runs again at the next step that reaches it, so remove any part of it that took place first)",
 	), status())
 
 	// The operator resolves it; the agent may step again.
@@ -330,7 +330,7 @@ func TestStatusPrintsEffects(t *testing.T) {
 		"  block: the effect is completed and its inputs have changed since: input release.md (effect-inputs-changed); permits only stopping",
 		"    record: "+statusRecord(dir, "effect-blocks", "publish.md"),
 		"agent orchestrator: stop and report it: a block permits only stopping (effect publish)",
-		"operator: establish what took place, then: custodian resolve "+dir+" publish completed|absent",
+		"operator: establish what took place, then: custodian resolve "+dir+" publish completed|absent (absent: it runs again at the next step that reaches it, so remove any part of it that took place first)",
 	), status())
 }
 
