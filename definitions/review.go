@@ -25,8 +25,12 @@ import (
 //	custodian start review --run RUN --param publish=/abs/dir
 var Review = &workflow.Definition{
 	Name: "review",
-	Doc: "reviews paper.md with two lenses, reconciles them into review.md and publishes the review " +
-		"(parameter publish: an absolute directory)",
+	Doc:  "reviews paper.md with two lenses, reconciles them into review.md and publishes the review",
+	// A run cannot start without the directory it publishes to: no repair
+	// could supply a parameter later.
+	Params: []workflow.Param{
+		{Name: "publish", Doc: "the absolute directory the review is published to", Required: true, Validate: isAbsolute},
+	},
 	// Reconciling two lenses is the hard part: three attempts a cycle, and
 	// one repair before a block permits only stopping.
 	Limits: func(workflow.Params) workflow.Limits {
@@ -37,16 +41,18 @@ var Review = &workflow.Definition{
 	Run: runReview,
 }
 
+func isAbsolute(dir string) error {
+	if !filepath.IsAbs(dir) {
+		return errors.New("give an absolute directory")
+	}
+	return nil
+}
+
 const lensFrame = "Read the paper in the input file. %s " +
 	"Write a level-one heading, then one bullet ('- ') per point."
 
 func runReview(ctx *workflow.Context) error {
-	// A parameter is fixed when the run starts, so no repair can supply one:
-	// stop, and let the operator start a run that has it.
-	publishDir := ctx.Params().Get("publish", "")
-	if !filepath.IsAbs(publishDir) {
-		return workflow.Stopf("parameter publish is %q, not an absolute directory; start a new run with --param publish=DIR", publishDir)
-	}
+	publishDir := ctx.Param("publish")
 
 	// A mechanical step: it only reads, so it is safe to repeat at every
 	// replay. Its error blocks on workflow, and putting the paper in place

@@ -122,21 +122,22 @@ func TestReviewWithoutPaperBlocksOnWorkflowForARepair(t *testing.T) {
 	assert.Contains(t, record, "the paper to review")
 }
 
-func TestReviewWithoutPublishDirectoryStops(t *testing.T) {
-	_, agent := startReview(t, nil, true, trial.Script{})
-
-	tr, err := agent.Drive()
-
+func TestReviewIsNotStartedWithoutItsPublishDirectory(t *testing.T) {
+	reg, err := workflow.NewRegistry(Review)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"blocked workflow:workflow-stop:stop"}, tr.Course())
-	require.Len(t, tr.Reports, 1)
-	assert.Equal(t, workflow.ReportStop, tr.Reports[0].Event)
-	assert.Contains(t, tr.Final.Blocks[0].Reason, "parameter publish")
-
-	// The stop stands at every later step until the operator releases it.
-	again, err := agent.Runner.Step()
-	require.NoError(t, err)
-	assert.Equal(t, tr.Final, again)
+	for name, params := range map[string]workflow.Params{
+		"none":     nil,
+		"relative": {"publish": "published"},
+		"unknown":  {"publish": "/abs", "publsh": "/abs"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "run")
+			_, err := workflow.Start(reg, "review", dir, params)
+			require.ErrorIs(t, err, workflow.ErrUsage, "a parameter a run cannot do without is refused at start")
+			assert.Equal(t, "the parameters of review are: publish (the absolute directory the review is published to; required)", workflow.Hint(err))
+			assert.NoFileExists(t, filepath.Join(dir, ".custodian", "run.json"))
+		})
+	}
 }
 
 func TestReviewValidators(t *testing.T) {

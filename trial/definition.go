@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -48,8 +49,13 @@ var Definition = &workflow.Definition{
 	Name: DefinitionName,
 	Doc: "tries the agent orchestrator's loop: two lenses on a text, reconciled (scenarios: " +
 		strings.Join(Scenarios, ", ") + ")",
+	Params: []workflow.Param{
+		{Name: "scenario", Doc: "the course the run takes: " + strings.Join(Scenarios, ", "), Default: "clean", Validate: isScenario},
+		{Name: "launch", Doc: "the claims job's launch parameters, a JSON object (scenario parameters)", Default: "{}", Validate: isJSONObject},
+		{Name: "hold", Doc: "how many seconds the step holds the lock (scenario busy)", Default: strconv.Itoa(DefaultHold), Validate: isSeconds},
+	},
 	Limits: func(p workflow.Params) workflow.Limits {
-		if p.Get("scenario", "clean") == "stop-only" {
+		if p["scenario"] == "stop-only" {
 			return workflow.Limits{Retries: 1, Repairs: 0}
 		}
 		return workflow.DefaultLimits
@@ -57,10 +63,32 @@ var Definition = &workflow.Definition{
 	Run: runTrial,
 }
 
+func isScenario(s string) error {
+	if !slices.Contains(Scenarios, s) {
+		return fmt.Errorf("the scenarios are %s", strings.Join(Scenarios, ", "))
+	}
+	return nil
+}
+
+func isJSONObject(s string) error {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil || m == nil {
+		return errors.New(`give a JSON object, such as {"model":"small"}`)
+	}
+	return nil
+}
+
+func isSeconds(s string) error {
+	if n, err := strconv.Atoi(s); err != nil || n < 0 {
+		return errors.New("give a whole number of seconds")
+	}
+	return nil
+}
+
 const lensPrompt = "Read the text in the input file. %s Write a level-one heading, then one bullet per item."
 
 func runTrial(ctx *workflow.Context) error {
-	scenario := ctx.Params().Get("scenario", "clean")
+	scenario := ctx.Param("scenario")
 	if scenario == "busy" {
 		if err := holdIfMarked(ctx); err != nil {
 			return err
@@ -69,7 +97,7 @@ func runTrial(ctx *workflow.Context) error {
 
 	var launch map[string]any
 	if scenario == "parameters" {
-		if err := json.Unmarshal([]byte(ctx.Params().Get("launch", "{}")), &launch); err != nil {
+		if err := json.Unmarshal([]byte(ctx.Param("launch")), &launch); err != nil {
 			return fmt.Errorf("parameter launch is not a JSON object: %w", err)
 		}
 	}
@@ -160,7 +188,7 @@ func recognizePublished(published string) (workflow.Recognition, error) {
 	case errors.Is(errDoc, fs.ErrNotExist) && errors.Is(errIndex, fs.ErrNotExist):
 		return workflow.Absent, nil
 	default:
-		return workflow.Unknown, nil
+		return workflow.Unknownf("only one of reconciled.md and index.md is in %s", published), nil
 	}
 }
 
@@ -172,7 +200,7 @@ func holdIfMarked(ctx *workflow.Context) error {
 	if _, err := os.Stat(marker); err != nil {
 		return nil
 	}
-	hold := ctx.Params().Get("hold", strconv.Itoa(DefaultHold))
+	hold := ctx.Param("hold")
 	seconds, err := strconv.Atoi(hold)
 	if err != nil || seconds < 0 {
 		return fmt.Errorf("parameter hold is not a whole number of seconds: %q", hold)

@@ -194,11 +194,12 @@ func TestBinaryTextReadsWhatStepPrints(t *testing.T) {
 			name: "uncertain",
 			text: "uncertain\n" +
 				"- effect publish: the effect started and its completion was not recorded\n" +
+				"  record: /abs/run/.custodian/effect-blocks/publish.md\n" +
 				"  permitted: stop and report to the operator; the operator establishes what took place\n" +
 				"- also claims: no output, attempt 2 of 2\n" +
 				"  record: /abs/run/.custodian/jobs/claims/block-1.md\n",
 			want: workflow.Outcome{Kind: workflow.KindUncertain,
-				Effects: []workflow.EffectState{{Name: "publish", Detail: "the effect started and its completion was not recorded"}},
+				Effects: []workflow.EffectState{{Name: "publish", Detail: "the effect started and its completion was not recorded", Record: "/abs/run/.custodian/effect-blocks/publish.md"}},
 				Blocks: []workflow.Block{{Subject: "claims", Reason: "no output, attempt 2 of 2",
 					Record: "/abs/run/.custodian/jobs/claims/block-1.md"}},
 			},

@@ -37,9 +37,6 @@ func (c *Context) RunDir() string { return c.r.dir }
 // Path returns the absolute path of rel inside the run directory.
 func (c *Context) Path(rel string) string { return filepath.Join(c.r.dir, filepath.FromSlash(rel)) }
 
-// Params returns the run's parameters.
-func (c *Context) Params() Params { return c.r.params }
-
 // Agent names a job and returns its handle at once. A job that is not
 // accepted is handed out at the end of the step whether or not anything
 // waits on it. Naming a job again in one step returns the first handle, with

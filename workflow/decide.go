@@ -48,7 +48,7 @@ type textFile struct {
 // decide replays the definition against the records in rec and plans the
 // step. journal writes an effect's journal while the effect runs.
 func (o *Orchestrator) decide(rec *loaded, journal func(string, *store.Effect) error) (*plan, error) {
-	limits, err := o.def.limits(o.params)
+	limits, err := o.def.limits(o.def.withDefaults(o.params))
 	if err != nil {
 		return nil, err
 	}

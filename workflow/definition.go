@@ -76,6 +76,14 @@ type Definition struct {
 	// RepairScope is what the agent orchestrator may do to repair a block.
 	// Empty means DefaultRepairScope.
 	RepairScope string
+	// Params declares the parameters a run is started with. start refuses
+	// any other, an invalid one, and a run without a required one.
+	Params []Param
+	// Patches name the changes of the definition that a run started before
+	// them must not take: a run records the patches its definition declared
+	// when it started, and Context.Patched says whether it has one. Keep a
+	// patch while a run without it is live.
+	Patches []string
 	// Run is the workflow. A returned error blocks on workflow; an error
 	// made by Stopf stops the run.
 	Run func(ctx *Context) error
@@ -134,6 +142,9 @@ func (r *Registry) Register(d *Definition) error {
 		return fmt.Errorf("register definition: %s: %w", nameProblem("definition", d.Name), ErrDefinition)
 	case r.defs[d.Name] != nil:
 		return fmt.Errorf("register definition %s: the name is taken: %w", d.Name, ErrDefinition)
+	}
+	if err := d.checkDeclarations(); err != nil {
+		return err
 	}
 	r.defs[d.Name] = d
 	return nil

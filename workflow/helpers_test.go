@@ -654,7 +654,8 @@ func effectPublishRecognizer(runDir, kind string) []workflow.EffectOption {
 // "withdraw" in the run switches the branch: the definition then no longer
 // reaches the effect and waits on a notes job instead.
 var effectPublishDef = &workflow.Definition{
-	Name: "effect-publish",
+	Name:   "effect-publish",
+	Params: []workflow.Param{{Name: "recognizer", Doc: "how publish is recognized", Default: "files"}},
 	Run: func(ctx *workflow.Context) error {
 		ctx.Agent(effectJob("draft", "source.md")).Wait()
 		if effectExists(ctx.Path("withdraw")) {
@@ -663,7 +664,7 @@ var effectPublishDef = &workflow.Definition{
 		}
 		dir := ctx.RunDir()
 		opts := append([]workflow.EffectOption{workflow.EffectInputs("draft.md")},
-			effectPublishRecognizer(dir, ctx.Params().Get("recognizer", "files"))...)
+			effectPublishRecognizer(dir, ctx.Param("recognizer"))...)
 		ctx.Effect("publish", func() error { return effectPublish(dir) }, opts...)
 		return nil
 	},

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -32,7 +33,10 @@ func Start(reg *Registry, name, dir string, params Params) (*Orchestrator, error
 	if err != nil {
 		return nil, err
 	}
-	if _, err := def.limits(params); err != nil {
+	if err := def.checkParams(params); err != nil {
+		return nil, err
+	}
+	if _, err := def.limits(def.withDefaults(params)); err != nil {
 		return nil, err
 	}
 	if dir == "" {
@@ -51,7 +55,8 @@ func Start(reg *Registry, name, dir string, params Params) (*Orchestrator, error
 		return nil, refused("choose a run directory whose path holds neither",
 			"start run %q: the path holds a backtick or a control character, which the prompt files and step's output could not quote", abs)
 	}
-	run, err := store.Create(abs, store.RunRecord{Definition: name, Params: params, Version: Version}, store.NewState(InputStateVersion))
+	run, err := store.Create(abs, store.RunRecord{Definition: name, Params: params, Patches: slices.Clone(def.Patches), Version: Version},
+		store.NewState(InputStateVersion))
 	if err != nil {
 		return nil, err
 	}

@@ -82,7 +82,7 @@ func newReplay(o *Orchestrator, st *store.State, effects map[string]*store.Effec
 		dir:     o.run.Dir,
 		def:     o.def,
 		defPkg:  funcPackage(o.def.Run),
-		params:  o.params,
+		params:  o.def.withDefaults(o.params),
 		limits:  limits,
 		state:   st,
 		journal: o.run.SaveEffect,

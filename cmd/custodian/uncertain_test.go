@@ -51,10 +51,13 @@ func toPublish(t *testing.T) string {
 func published(dir, name string) string { return filepath.Join(dir+".published", name) }
 
 func TestUncertainScenarioEndToEnd(t *testing.T) {
-	const detail = "the effect started and its completion was not recorded; the recognizer could not establish whether it took place"
-	uncertain := "uncertain\n" +
-		"- effect publish: " + detail + "\n" +
-		"  permitted: stop and report to the operator; the operator establishes what took place\n"
+	uncertain := func(dir string) string {
+		return "uncertain\n" +
+			"- effect publish: the effect started and its completion was not recorded; " +
+			"the recognizer established: only one of reconciled.md and index.md is in " + dir + ".published\n" +
+			"  record: " + filepath.Join(dir, ".custodian", "effect-blocks", "publish.md") + "\n" +
+			"  permitted: stop and report to the operator; the operator establishes what took place\n"
+	}
 
 	tests := []struct {
 		answer      string
@@ -80,10 +83,13 @@ func TestUncertainScenarioEndToEnd(t *testing.T) {
 			// Half a publication: the recognizer cannot tell, and every step
 			// says so until the operator resolves it.
 			for range 2 {
-				assert.Equal(t, uncertain, ok(t, "step", dir))
+				assert.Equal(t, uncertain(dir), ok(t, "step", dir))
 			}
-			assert.Equal(t, `{"outcome":"uncertain","effects":[{"name":"publish","detail":"`+detail+`"}],"blocks":[]}`+"\n",
+			detail := "the effect started and its completion was not recorded; the recognizer established: only one of reconciled.md and index.md is in " + dir + ".published"
+			record := filepath.Join(dir, ".custodian", "effect-blocks", "publish.md")
+			assert.Equal(t, `{"outcome":"uncertain","effects":[{"name":"publish","detail":"`+detail+`","record":"`+record+`"}],"blocks":[]}`+"\n",
 				ok(t, "step", dir, "--json"))
+			assert.Contains(t, readFile(t, record), "- What is known: "+detail+"\n", "the record says what the recognizer established")
 			assert.NoFileExists(t, published(dir, "index.md"), "an uncertain effect ran again")
 
 			assert.Empty(t, ok(t, "resolve", dir, "publish", tt.answer))

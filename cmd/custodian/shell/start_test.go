@@ -36,9 +36,9 @@ func TestStartKeepsParams(t *testing.T) {
 		{
 			name: "flags last",
 			args: func(dir string) []string {
-				return []string{"start", "trial", "--run", dir, "--param", "scenario=retry", "--param", "note= a, b=c "}
+				return []string{"start", "trial", "--run", dir, "--param", "scenario=retry", "--param", `launch= {"a": "b, c=d "} `}
 			},
-			want: map[string]string{"scenario": "retry", "note": " a, b=c "},
+			want: map[string]string{"scenario": "retry", "launch": ` {"a": "b, c=d "} `},
 		},
 		{
 			name: "flags first",
@@ -47,11 +47,7 @@ func TestStartKeepsParams(t *testing.T) {
 			},
 			want: map[string]string{"launch": "{\"a\":1,\"b\":2}"},
 		},
-		{
-			name: "empty value",
-			args: func(dir string) []string { return []string{"start", "trial", "--run", dir, "--param", "scenario="} },
-			want: map[string]string{"scenario": ""},
-		},
+
 		{
 			name: "none",
 			args: func(dir string) []string { return []string{"start", "trial", "--run", dir} },
@@ -63,6 +59,28 @@ func TestStartKeepsParams(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "run")
 			assert.Equal(t, dir+"\n", ok(t, tt.args(dir)...))
 			assert.Equal(t, tt.want, runParams(t, dir))
+		})
+	}
+}
+
+// A definition declares its parameters: start refuses any other, and an
+// invalid one, with exit 2 and a hint that lists them; nothing is started.
+func TestStartRefusesAParameterTheDefinitionDoesNotTake(t *testing.T) {
+	const hint = "the parameters of trial are: scenario (the course the run takes: clean, retry, problem, stop, stop-only, parameters, uncertain, busy; default clean), " +
+		"launch (the claims job's launch parameters, a JSON object (scenario parameters); default {}), " +
+		"hold (how many seconds the step holds the lock (scenario busy); default 90)"
+	for name, param := range map[string]string{
+		"undeclared":   "note=x",
+		"an empty one": "scenario=",
+		"invalid":      "launch=[1]",
+		"not a number": "hold=soon",
+		"misspelled":   "senario=clean",
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "run")
+			r := custodian(t, "start", "trial", "--run", dir, "--param", param)
+			requireFailure(t, r, workflow.ExitUsage, hint)
+			assert.NoFileExists(t, filepath.Join(dir, ".custodian", "run.json"))
 		})
 	}
 }
