@@ -49,7 +49,11 @@ type State struct {
 	Jobs      map[string]*JobState  `json:"jobs"`
 	Workflow  WorkflowState         `json:"workflow"`
 	Unreached []string              `json:"unreached"`
-	Moves     []Move                `json:"moves"`
+	// Patches are the patches the definition declared at the run's last
+	// replay: one it no longer declares, and the run lacks, took away the
+	// code the run relies on.
+	Patches []string `json:"patches"`
+	Moves   []Move   `json:"moves"`
 	Kept      int                   `json:"kept"`
 	// Resolving is the journal record of an effect that a committed resolve
 	// still owes: the next command writes it first.
@@ -193,6 +197,7 @@ func NewState(inputState int) *State {
 		Jobs:       map[string]*JobState{},
 		Workflow:   WorkflowState{Places: map[string]int{}, Allowed: map[string]string{}},
 		Unreached:  []string{},
+		Patches:    []string{},
 		Moves:      []Move{},
 	}
 }
@@ -258,6 +263,11 @@ func (s *State) check() error {
 	for _, name := range s.Unreached {
 		if !ValidName(name) {
 			return fmt.Errorf("unreached: %q is not an effect's name", name)
+		}
+	}
+	for _, name := range s.Patches {
+		if !ValidName(name) {
+			return fmt.Errorf("patches: %q is not a patch's name", name)
 		}
 	}
 	if err := s.Workflow.Stopped.check(); err != nil {

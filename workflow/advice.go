@@ -15,6 +15,9 @@ import (
 // process may have ended inside. Where several things apply, the agent is
 // told the gravest, and the operator every command that is theirs to run.
 func advice(s Status) (agent, operator string) {
+	if a := s.Abandoned; a != nil {
+		return "nothing: the operator abandoned the run at " + a.At, "nothing: the run is ended for good; start a new run to go on"
+	}
 	agent, operator = outcomeAdvice(s)
 	if r := s.StopReport; r != nil && agent != "nothing: the run is finished" {
 		// The agent orchestrator has stopped: whatever the outcome lets it
@@ -61,9 +64,17 @@ func outcomeAdvice(s Status) (agent, operator string) {
 				", or establish whether it took place and: custodian resolve "+run+" "+e.Name+" completed|absent"+absentNote)
 		}
 	}
-	if s.Workflow != nil {
+	if w := s.Workflow; w != nil {
 		stops = append(stops, WorkflowSubject)
-		ops = append(ops, "fix the cause, then: custodian release "+run+" workflow")
+		switch w.Kind {
+		case BlockDefinitionChanged:
+			ops = append(ops, "read "+w.Record+"; go back to the binary that started the run (custodian "+s.Version+
+				"), or let the changes through: custodian release "+run+" workflow")
+		case BlockBadParameter:
+			ops = append(ops, "start a new run with parameters the definition takes; release does not change a run's parameters")
+		default:
+			ops = append(ops, "fix the cause, then: custodian release "+run+" workflow")
+		}
 	}
 	for _, b := range out.Blocks {
 		switch {

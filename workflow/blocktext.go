@@ -77,6 +77,22 @@ func workflowBlockText(blk *Block, r *replay, places map[string]int, reports []s
 	return []byte(b.String())
 }
 
+// stopText is the record of a stop of the workflow that the step decides
+// before the definition runs or without carrying out its replay: body says
+// what the operator needs to know.
+func stopText(o *Orchestrator, blk Block, body string, reports []store.Report) []byte {
+	var b strings.Builder
+	blockHeader(&b, blk.Subject, blk.Kind, blk.Reason, blk.Permitted, blk.Scope)
+	b.WriteString(body)
+	if blk.Kind == BlockDefinitionChanged {
+		fmt.Fprintf(&b, "\nNothing was moved or handed out. The operator either goes back to the binary that started the run "+
+			"(custodian %s), or lets these changes through with `custodian release %s workflow`: the next step then reopens the jobs "+
+			"whose task changed and drops the ones no longer named.\n", o.run.Record.Version, shellQuote(o.run.Dir))
+	}
+	writeReports(&b, WorkflowSubject, reports)
+	return []byte(b.String())
+}
+
 // writeReports lists the reports on subject and those that name no job.
 func writeReports(b *strings.Builder, subject Subject, reports []store.Report) {
 	var lines []string

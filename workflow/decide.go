@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"fmt"
 	"maps"
 	"path"
 	"slices"
@@ -55,6 +56,12 @@ func (o *Orchestrator) decide(rec *loaded, journal func(string, *store.Effect) e
 	st, effects := rec.state, rec.effects
 	if s := st.Workflow.Stopped; s != nil {
 		return o.decideStopped(st, effects, s, rec.reports), nil
+	}
+	if err := o.def.checkParams(o.params); err != nil {
+		// A parameter the definition no longer takes as it is: no repair
+		// and no release can change a run's parameters.
+		reason := fmt.Sprintf("%v; start a new run with parameters the definition takes: a run's parameters cannot change, and release does not change them", err)
+		return o.decideWorkflowStop(st, effects, BlockBadParameter, reason, "", nil, rec.reports), nil
 	}
 	r := newReplay(o, st, effects, limits)
 	r.journal = journal
@@ -117,6 +124,10 @@ func (o *Orchestrator) decideReplayed(r *replay, reports []store.Report) (*plan,
 	if len(r.uncertain) > 0 {
 		return o.decideUncertain(r, byName, blocks, texts, reports), nil
 	}
+	if len(r.changes) > 0 {
+		reason, body, keys := changesReport(r.changes)
+		return o.decideWorkflowStop(st, r.effects, BlockDefinitionChanged, reason, body, keys, reports), nil
+	}
 
 	h := &handouts{state: st, kept: map[string][]store.Move{}}
 	if err := h.plan(o, r, len(blocks) == 0); err != nil {
@@ -143,8 +154,13 @@ func (o *Orchestrator) decideReplayed(r *replay, reports []store.Report) (*plan,
 	for _, n := range byName {
 		names[n.spec.job.Name] = true
 		st.Jobs[n.spec.job.Name] = n.js
+		if n.carriedFrom != "" {
+			delete(st.Jobs, n.carriedFrom)
+			delete(names, n.carriedFrom)
+		}
 	}
 	st.Named = slices.Sorted(maps.Keys(names))
+	o.forgetCarriedOut(st, names)
 	st.Workflow = wstate
 	st.Unreached = unreached
 	st.Moves = h.moves
@@ -165,6 +181,47 @@ func (o *Orchestrator) decideReplayed(r *replay, reports []store.Report) (*plan,
 		moves:   h.moves,
 		files:   r.files,
 	}, nil
+}
+
+// forgetCarriedOut forgets the changes of the definition the operator let
+// through once the step carried them out: a job no longer named is dropped
+// from the course, and a removed patch from the patches the run knows.
+// A reopened job's is forgotten when it is handed out.
+func (o *Orchestrator) forgetCarriedOut(st *store.State, names map[string]bool) {
+	w := &st.Workflow
+	for key, fingerprint := range w.Allowed {
+		if strings.HasPrefix(key, "patch ") || fingerprint == "gone" && !names[key] {
+			delete(w.Allowed, key)
+		}
+	}
+	st.Patches = slices.Clone(o.def.Patches)
+	if st.Patches == nil {
+		st.Patches = []string{}
+	}
+}
+
+// decideWorkflowStop plans a step that stops the workflow at once and
+// changes nothing else: no job's state, no hand-out, no move. Its block
+// permits only stopping; changes, for a changed definition, are what the
+// operator's release lets through.
+func (o *Orchestrator) decideWorkflowStop(st *store.State, effects map[string]*store.Effect, kind BlockKind, reason, body string,
+	changes map[string]string, reports []store.Report) *plan {
+	w := &st.Workflow
+	w.Blocks++
+	rel := store.WorkflowBlockPath(w.Blocks)
+	if changes == nil {
+		changes = map[string]string{}
+	}
+	w.Stopped = &store.Stop{Kind: string(kind), Reason: reason, Record: rel, Changes: changes}
+	b := Block{Subject: WorkflowSubject, Kind: kind, Reason: reason, Record: o.abs(rel), Permitted: PermitStop, Scope: o.def.repairScope()}
+	out := Outcome{Kind: KindBlocked, Blocks: []Block{b}}
+	st.Steps++
+	return &plan{
+		outcome: out,
+		texts:   []textFile{{label: "block", rel: rel, data: stopText(o, b, body, reports)}},
+		state:   st,
+		events:  sealHistory(st, effects, o.stepEvents(out, nil)),
+	}
 }
 
 // decideUncertain plans an uncertain step, which counts nothing and changes
@@ -223,6 +280,9 @@ func (h *handouts) plan(o *Orchestrator, r *replay, handingOut bool) error {
 		if n.newlyAccepted {
 			h.events = append(h.events, store.Event{Type: store.EventAccept, Subject: name, Attempt: n.js.Handouts})
 		}
+		if n.carriedFrom != "" {
+			h.events = append(h.events, store.Event{Type: store.EventCarry, Subject: name, Text: n.carriedFrom})
+		}
 		switch {
 		case n.verdict == verdictBlocked:
 			for _, rel := range n.block.keep {
@@ -234,8 +294,10 @@ func (h *handouts) plan(o *Orchestrator, r *replay, handingOut bool) error {
 			}
 		case n.verdict == verdictHandout && handingOut:
 			if n.reopen != "" {
-				// A reopened job starts a full set of attempts.
+				// A reopened job starts a full set of attempts. A change of
+				// the definition the operator let through is carried out.
 				h.events = append(h.events, store.Event{Type: store.EventReopen, Subject: name, Text: n.reopen})
+				delete(h.state.Workflow.Allowed, name)
 				n.js.Accepted = ""
 				if t := n.js.Trouble; t != nil {
 					t.Failures, t.Messages, t.History = 0, []string{}, []string{}

@@ -73,9 +73,10 @@ func (c *Context) Effect(name string, do func() error, opts ...EffectOption) {
 		}
 	}
 	if j == nil || j.Status == store.EffectAbsent {
-		if len(r.uncertain) > 0 || len(r.effectBlocks) > 0 {
-			// The step stops the run on another effect's account: no new
-			// effect starts before the operator has settled that one.
+		if len(r.uncertain) > 0 || len(r.effectBlocks) > 0 || len(r.changes) > 0 {
+			// The step stops the run on another effect's account, or on a
+			// changed definition's: no new effect starts before the operator
+			// has settled it.
 			r.endPath()
 		}
 		r.runEffect(e, prev, current, do)

@@ -83,6 +83,7 @@ func Hint(err error) string {
 		refusal *RefusedError
 		usage   *UsageError
 		param   *ParamError
+		ended   *AbandonedError
 	)
 	switch {
 	case errors.As(err, &refusal) && refusal.Hint != "":
@@ -91,6 +92,8 @@ func Hint(err error) string {
 		return usage.Hint
 	case errors.As(err, &param):
 		return param.Hint()
+	case errors.As(err, &ended):
+		return ended.Hint()
 	}
 	for _, c := range errorClasses {
 		if errors.Is(err, c.err) {

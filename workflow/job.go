@@ -41,6 +41,10 @@ type Job struct {
 	// MaxOutput is the largest output of this job, in bytes, that is read
 	// and judged. Zero means the definition's Limits.MaxOutput.
 	MaxOutput int64
+	// Formerly are names the job had before: the accepted output of a
+	// former name carries over to this one, without being made again, when
+	// its prompt, launch parameters, inputs and output path are unchanged.
+	Formerly []string
 }
 
 // Validator judges an output file, given its absolute path. It returns nil to

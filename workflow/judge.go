@@ -17,18 +17,21 @@ const maxProblemReport = 64 << 10
 // first rule that applies decides.
 func (r *replay) judge(n *named) error {
 	name := n.spec.job.Name
-	js := cloneJob(r.state.Jobs[name])
-	n.js = js
-	if t := js.Trouble; t != nil && t.Stopped != nil {
-		n.verdict = verdictStopped
-		n.block = &jobBlock{kind: BlockKind(t.Stopped.Kind), reason: t.Stopped.Reason, permitted: PermitStop, record: t.Stopped.Record}
-		return nil
-	}
 	current, err := inputState(r.files, n.spec)
 	if err != nil {
 		return fmt.Errorf("job %s: %w", name, err)
 	}
 	n.current = current
+	n.js = cloneJob(r.state.Jobs[name])
+	if r.state.Jobs[name] == nil && !r.carryOver(n) && len(n.spec.job.Formerly) == 0 {
+		r.renamedWithoutFormerly(n)
+	}
+	js := n.js
+	if t := js.Trouble; t != nil && t.Stopped != nil {
+		n.verdict = verdictStopped
+		n.block = &jobBlock{kind: BlockKind(t.Stopped.Kind), reason: t.Stopped.Reason, permitted: PermitStop, record: t.Stopped.Record}
+		return nil
+	}
 
 	if blocked, err := r.problemReport(n); blocked || err != nil {
 		return err
@@ -39,6 +42,12 @@ func (r *replay) judge(n *named) error {
 	}
 
 	if js.Accepted != "" {
+		if r.redefined(n) {
+			// Taken as accepted for the rest of the replay, so that the step
+			// finds every change; it then changes nothing.
+			n.verdict = verdictAccepted
+			return nil
+		}
 		var why []string
 		switch {
 		case out.Kind == store.Missing:

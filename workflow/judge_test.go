@@ -45,13 +45,16 @@ func TestAcceptedJobReopensWithAFullSetOfAttempts(t *testing.T) {
 		name   string
 		change func(h *harness, e *editable)
 		kept   string // what the reopening moves aside; "" for nothing
+		// redefined: the change is the definition's, which blocks until the
+		// operator lets it through.
+		redefined bool
 	}{
-		{"an input's bytes change", func(h *harness, e *editable) { h.write("source.md", "another source\n") }, validText},
-		{"the prompt changes", func(h *harness, e *editable) { e.prompt = "Do a, better." }, validText},
-		{"the launch parameters change", func(h *harness, e *editable) { e.launch = map[string]any{"model": "large"} }, validText},
-		{"the validator now refuses", func(h *harness, e *editable) { e.strict = true }, validText},
-		{"the output is edited", func(h *harness, e *editable) { h.write("a.md", "# Heading\n\nedited by hand\n") }, "# Heading\n\nedited by hand\n"},
-		{"the output is removed", func(h *harness, e *editable) { h.remove("a.md") }, ""},
+		{"an input's bytes change", func(h *harness, e *editable) { h.write("source.md", "another source\n") }, validText, false},
+		{"the prompt changes", func(h *harness, e *editable) { e.prompt = "Do a, better." }, validText, true},
+		{"the launch parameters change", func(h *harness, e *editable) { e.launch = map[string]any{"model": "large"} }, validText, true},
+		{"the validator now refuses", func(h *harness, e *editable) { e.strict = true }, validText, false},
+		{"the output is edited", func(h *harness, e *editable) { h.write("a.md", "# Heading\n\nedited by hand\n") }, "# Heading\n\nedited by hand\n", false},
+		{"the output is removed", func(h *harness, e *editable) { h.remove("a.md") }, "", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -61,6 +64,12 @@ func TestAcceptedJobReopensWithAFullSetOfAttempts(t *testing.T) {
 			h.done()
 
 			tc.change(h, e)
+			if tc.redefined {
+				b := h.blocked()["workflow"]
+				require.Equal(t, workflow.BlockDefinitionChanged, b.Kind)
+				require.Equal(t, workflow.PermitStop, b.Permitted)
+				require.NoError(t, h.o.Release(workflow.WorkflowSubject))
+			}
 			j := h.launch("a")["a"]
 			assert.Equal(t, 2, j.Attempt)
 			// A reopening is no failed attempt: the new prompt carries no refusal.

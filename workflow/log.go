@@ -21,6 +21,8 @@ const (
 	EventAccept  = store.EventAccept  // a job's output was accepted
 	EventRefuse  = store.EventRefuse  // an attempt failed
 	EventReopen  = store.EventReopen  // an accepted job was handed out again
+	EventCarry   = store.EventCarry   // an accepted job carried over to a new name
+	EventAbandon = store.EventAbandon // the operator ended the run for good
 	EventKeep    = store.EventKeep    // a file was moved aside
 	EventBlock   = store.EventBlock   // a step gave a block
 	EventEffect  = store.EventEffect  // an effect's journal changed

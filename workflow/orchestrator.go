@@ -133,6 +133,9 @@ func (o *Orchestrator) locked(fn func(rec *loaded) error) error {
 	if err != nil {
 		return err
 	}
+	if a := rec.state.Abandoned; a != nil {
+		return &AbandonedError{Run: o.run.Dir, At: a.At, Text: a.Text}
+	}
 	if e := rec.state.Resolving; e != nil {
 		if err := o.finishResolving(rec.state); err != nil {
 			return err

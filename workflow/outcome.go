@@ -85,6 +85,12 @@ const (
 	BlockEffectInputsChanged BlockKind = "effect-inputs-changed"
 	// BlockEffectUnreached: a completed effect the definition no longer reaches.
 	BlockEffectUnreached BlockKind = "effect-unreached"
+	// BlockDefinitionChanged: the definition changed the task of accepted
+	// jobs, no longer names them, or removed a patch the run lacks.
+	BlockDefinitionChanged BlockKind = "definition-changed"
+	// BlockBadParameter: the definition no longer takes a parameter of the
+	// run as it is.
+	BlockBadParameter BlockKind = "bad-parameter"
 )
 
 // Block is what code cannot get past, and what it permits.

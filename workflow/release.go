@@ -1,6 +1,10 @@
 package workflow
 
-import "github.com/custodian-run/custodian/store"
+import (
+	"maps"
+
+	"github.com/custodian-run/custodian/store"
+)
 
 // Release lets a stopped subject, a job or "workflow", be tried again: its
 // attempts and repairs start over. Accepted outputs of other jobs are
@@ -16,6 +20,9 @@ func (o *Orchestrator) Release(subject Subject) error {
 			if st.Workflow.Stopped == nil {
 				return refused("run step: a block that permits a repair is the agent orchestrator's to repair; release only a subject step reports as permitting only stopping", "workflow is not stopped")
 			}
+			// A stop of a changed definition lets through exactly the
+			// changes it listed.
+			maps.Copy(st.Workflow.Allowed, st.Workflow.Stopped.Changes)
 			st.Workflow.Stopped = nil
 			st.Workflow.Places = map[string]int{}
 		default:

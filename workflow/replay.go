@@ -37,6 +37,10 @@ type replay struct {
 	reached      map[string]bool          // effects declared in this step
 	uncertain    []EffectState
 	effectBlocks []effectBlock
+
+	patches []string        // the patches the run was started with
+	changes []change        // changes of the definition not let through
+	carried map[string]bool // former names whose records carried over
 }
 
 // verdict is what judging a job decided.
@@ -59,6 +63,7 @@ type named struct {
 	reopen  string    // why an accepted output is handed out again
 	block   *jobBlock // with blocked and stopped
 
+	carriedFrom     string         // the former name whose record carried over
 	newlyAccepted   bool           // accepted in this step
 	refusal         *store.Failure // a failed attempt judged in this step
 	refusalMessages []string       // what the refusal told the next attempt
@@ -91,6 +96,8 @@ func newReplay(o *Orchestrator, st *store.State, effects map[string]*store.Effec
 		readers: map[string][]*named{},
 		effects: effects,
 		reached: map[string]bool{},
+		patches: o.run.Record.Patches,
+		carried: map[string]bool{},
 	}
 }
 
@@ -106,6 +113,8 @@ func (r *replay) play() {
 	if r.ranToEnd && r.failed() {
 		r.ranToEnd = false
 	}
+	r.removedPatches(r.patches)
+	r.changes = sortedChanges(r.changes)
 }
 
 func (r *replay) rule(format string, args ...any) error {
@@ -140,6 +149,9 @@ func (r *replay) agent(c *Context, j Job) (*Handle, error) {
 	// half in the step when another path names it again.
 	r.owners[s.output], r.owners[s.problem] = j.Name, j.Name
 	r.named[j.Name] = n
+	if n.carriedFrom != "" {
+		r.carried[n.carriedFrom] = true
+	}
 	r.order = append(r.order, n)
 	for _, in := range s.inputs {
 		r.readers[in] = append(r.readers[in], n)

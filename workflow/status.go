@@ -20,15 +20,19 @@ const (
 // Status is where a run stands, read from its records without judging,
 // counting or writing anything.
 type Status struct {
-	Run        string         `json:"run"`
-	Definition string         `json:"definition"`
-	Params     Params         `json:"params"`
-	StartedAt  string         `json:"started_at"`
-	Steps      int            `json:"steps"`
-	Last       *LastStep      `json:"last"` // nil before the first step
-	Jobs       []JobStatus    `json:"jobs"`
-	Effects    []EffectStatus `json:"effects"`
-	Workflow   *Block         `json:"workflow"` // the workflow's standing stop, if any
+	Run        string `json:"run"`
+	Definition string `json:"definition"`
+	Params     Params `json:"params"`
+	StartedAt  string `json:"started_at"`
+	// Version is the custodian that started the run.
+	Version string `json:"version"`
+	// Patches are the patches the run was started with.
+	Patches  []string       `json:"patches"`
+	Steps    int            `json:"steps"`
+	Last     *LastStep      `json:"last"` // nil before the first step
+	Jobs     []JobStatus    `json:"jobs"`
+	Effects  []EffectStatus `json:"effects"`
+	Workflow *Block         `json:"workflow"` // the workflow's standing stop, if any
 	// Blocks are what stands of the last outcome's blocks on subjects that
 	// Jobs and Effects do not list: the workflow's blocks that permit a
 	// repair, and effects without a journal.
@@ -40,6 +44,8 @@ type Status struct {
 	// resolved (an effect) since the last step: what the last outcome says
 	// of them no longer stands.
 	Settled []Subject `json:"settled"`
+	// Abandoned is set when the operator ended the run for good.
+	Abandoned *store.Abandon `json:"abandoned"`
 	// StopReport is the agent orchestrator's report that it stopped, made
 	// after the last step: the run waits for the operator.
 	StopReport *Report `json:"stop_report"`
@@ -111,6 +117,8 @@ func (o *Orchestrator) Status() (Status, error) {
 		Definition: o.def.Name,
 		Params:     o.params,
 		StartedAt:  o.run.Record.StartedAt,
+		Version:    o.run.Record.Version,
+		Patches:    o.run.Record.Patches,
 		Steps:      st.Steps,
 		Jobs:       []JobStatus{},
 		Effects:    []EffectStatus{},
@@ -189,6 +197,7 @@ func (o *Orchestrator) Status() (Status, error) {
 			s.StopReport = &last
 		}
 	}
+	s.Abandoned = st.Abandoned
 	s.Agent, s.Operator = advice(s)
 	return s, nil
 }

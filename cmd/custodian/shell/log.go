@@ -74,6 +74,10 @@ func describe(e workflow.Event) string {
 		return fmt.Sprintf("effect %s %s, run %d, by %s", e.Subject, e.Text, e.Attempt, e.Kind)
 	case workflow.EventRelease:
 		return "released " + e.Subject
+	case workflow.EventAbandon:
+		return "abandoned the run: " + e.Text
+	case workflow.EventCarry:
+		return fmt.Sprintf("carried %s over from its former name %s", e.Subject, e.Text)
 	case workflow.EventResolve:
 		return fmt.Sprintf("resolved effect %s as %s", e.Subject, e.Text)
 	case workflow.EventReport:

@@ -47,6 +47,7 @@ func New(reg *workflow.Registry, stdout, stderr io.Writer) *cli.App {
 			reportCommand(reg),
 			releaseCommand(reg),
 			resolveCommand(reg),
+			abandonCommand(reg),
 			statusCommand(reg),
 			logCommand(reg),
 			trialCommand(reg),

@@ -298,7 +298,17 @@ func TestDefinitionsListsEveryDefinition(t *testing.T) {
 		line, _, _ := strings.Cut(d.Doc, "\n")
 		return line
 	}
-	assert.Equal(t, "review  "+firstLine(definitions.Review)+"\ntrial   "+firstLine(trial.Definition)+"\n", ok(t, "definitions"))
+	assert.Equal(t, "review  "+firstLine(definitions.Review)+"\n"+
+		"  --param publish: the absolute directory the review is published to (required)\n"+
+		"trial   "+firstLine(trial.Definition)+"\n"+
+		"  --param scenario: the course the run takes: clean, retry, problem, stop, stop-only, parameters, uncertain, busy (default clean)\n"+
+		"  --param launch: the claims job's launch parameters, a JSON object (scenario parameters) (default {})\n"+
+		"  --param hold: how many seconds the step holds the lock (scenario busy) (default 90)\n", ok(t, "definitions"))
+
+	patched, err := workflow.NewRegistry(&workflow.Definition{Name: "p", Doc: "patched", Patches: []string{"asks-for-risks", "shorter"},
+		Run: func(*workflow.Context) error { return nil }})
+	require.NoError(t, err)
+	assert.Equal(t, "p  patched\n  patches: asks-for-risks, shorter\n", run(t, patched, "definitions").stdout)
 
 	reg, err := workflow.NewRegistry(
 		&workflow.Definition{Name: "review", Doc: "reviews a paper\nwith two lenses", Run: func(*workflow.Context) error { return nil }},

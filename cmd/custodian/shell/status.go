@@ -99,6 +99,9 @@ func printStatus(w io.Writer, s workflow.Status) error {
 			printStatusBlock(&b, "  block: ", *blk)
 		}
 	}
+	if a := s.Abandoned; a != nil {
+		fmt.Fprintf(&b, "abandoned: by the operator at %s: %s\n", a.At, workflow.OneLine(a.Text))
+	}
 	if r := s.StopReport; r != nil {
 		fmt.Fprintf(&b, "stopped: the agent orchestrator reported a stop after step %d (report %d): %s\n", s.Steps, r.Number, workflow.OneLine(r.Text))
 	}

@@ -1,0 +1,34 @@
+package shell
+
+import (
+	"github.com/custodian-run/custodian/workflow"
+	"github.com/urfave/cli/v2"
+)
+
+func abandonCommand(reg *workflow.Registry) *cli.Command {
+	return &cli.Command{
+		Name:      "abandon",
+		Usage:     "the operator's: end a run for good",
+		ArgsUsage: "RUN --text TEXT",
+		Description: "The history records why. Every later command but status, log and check refuses the run;\n" +
+			"nothing under it is moved or deleted. Prints nothing.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "text", Usage: "why the run ends, in a sentence"},
+		},
+		Action: withArgs([]string{"RUN"}, func(c *cli.Context, args []string) error {
+			why, err := text(c, "text")
+			if err != nil {
+				return err
+			}
+			if why == "" {
+				return usagef(c, "--text is required: say why the run ends")
+			}
+			o, err := workflow.Open(reg, args[0])
+			if err != nil {
+				return err
+			}
+			defer o.Close()
+			return o.Abandon(why)
+		}),
+	}
+}

@@ -1,0 +1,305 @@
+package workflow_test
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/custodian-run/custodian/workflow"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// versioned is a definition whose code a test changes between steps, as a
+// new binary would: two jobs, a then b reading a's output.
+type versioned struct {
+	promptA  string
+	launchB  map[string]any
+	nameB    string
+	formerly []string
+	outputB  string
+	patches  []string
+	patched  func(ctx *workflow.Context) // called at the top of Run
+	dropB    bool
+}
+
+func newVersioned() *versioned {
+	return &versioned{promptA: "Do a.", nameB: "b", outputB: "b.md"}
+}
+
+func (v *versioned) definition() *workflow.Definition {
+	return &workflow.Definition{Name: "versioned", Patches: v.patches, Run: func(ctx *workflow.Context) error {
+		if v.patched != nil {
+			v.patched(ctx)
+		}
+		a := job("a")
+		a.Prompt = v.promptA
+		ctx.Agent(a).Wait()
+		if v.dropB {
+			return nil
+		}
+		ctx.Agent(workflow.Job{Name: v.nameB, Prompt: "Do b.", Output: v.outputB, Inputs: []string{"a.md"},
+			Launch: v.launchB, Validate: hasHeading, Formerly: v.formerly}).Wait()
+		return nil
+	}}
+}
+
+// finished runs v to done and returns the harness and what lies in the run
+// outside its state directory.
+func finished(t *testing.T, v *versioned) *harness {
+	t.Helper()
+	h := startRun(t, v.definition(), source)
+	h.runToDone()
+	return h
+}
+
+// outside returns every file of the run outside .custodian/, with its bytes.
+func outside(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	require.NoError(t, filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		if d.IsDir() {
+			if rel == ".custodian" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		files[rel] = string(data)
+		return err
+	}))
+	return files
+}
+
+func TestDefinitionChanged(t *testing.T) {
+	cases := []struct {
+		name    string
+		change  func(v *versioned)
+		subject string // what the block names
+		what    string // what its record says changed
+	}{
+		{"a prompt", func(v *versioned) { v.promptA = "Do a, better." }, "job a", "the prompt changed"},
+		{"launch parameters", func(v *versioned) { v.launchB = map[string]any{"model": "large"} }, "job b",
+			`the launch parameters changed: {} → {"model":"large"}`},
+		{"an output path", func(v *versioned) { v.outputB = "out/b.md" }, "job b", "the output path changed: b.md → out/b.md"},
+		{"a rename without Formerly", func(v *versioned) { v.nameB = "brief" }, "job b",
+			`declare Formerly: []string{"b"} on it`},
+		{"a rename with Formerly and a new prompt", func(v *versioned) {
+			v.nameB, v.formerly, v.launchB = "brief", []string{"b"}, map[string]any{"model": "large"}
+		}, "job b, now brief", "the launch parameters changed"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			v := newVersioned()
+			h := finished(t, v)
+			before := outside(t, h.dir)
+
+			tc.change(v)
+			h.reg = registryOf(t, v.definition())
+			h.reopen()
+			for range 2 {
+				b := h.blocked()["workflow"]
+				require.Equal(t, workflow.BlockDefinitionChanged, b.Kind)
+				assert.Equal(t, workflow.PermitStop, b.Permitted)
+				assert.Contains(t, b.Reason, tc.subject)
+				assert.Contains(t, recordText(t, b.Record), tc.what)
+				assert.Equal(t, before, outside(t, h.dir), "a changed definition moved or wrote something in the run")
+			}
+			s, err := h.o.Status()
+			require.NoError(t, err)
+			require.NotNil(t, s.Workflow)
+			assert.Contains(t, s.Operator, "custodian release "+h.dir+" workflow")
+
+			// The operator lets the changes through: the run goes on as a
+			// changed course would take it, and blocks no more.
+			require.NoError(t, h.o.Release(workflow.WorkflowSubject))
+			handed := h.runToDone()
+			assert.NotEmpty(t, handed, "the changed jobs are made again")
+			h.done()
+		})
+	}
+}
+
+func TestDefinitionChanged_promptDiff(t *testing.T) {
+	v := newVersioned()
+	v.promptA = "Do a.\nKeep it short."
+	h := finished(t, v)
+	v.promptA = "Do a.\nKeep it short.\nName every risk."
+	h.reg = registryOf(t, v.definition())
+	h.reopen()
+	b := h.blocked()["workflow"]
+	record := recordText(t, b.Record)
+	assert.Contains(t, record, "```diff\n--- .custodian/jobs/a/prompt-1.md\n+++ the prompt now\n@@ -1,2 +1,3 @@\n Do a.\n Keep it short.\n+Name every risk.\n```\n")
+}
+
+func TestDefinitionChanged_renameWithFormerlyCarriesOver(t *testing.T) {
+	v := newVersioned()
+	h := finished(t, v)
+	before := outside(t, h.dir)
+
+	v.nameB, v.formerly = "brief", []string{"b"}
+	h.reg = registryOf(t, v.definition())
+	h.reopen()
+	h.done()
+	assert.Equal(t, before, outside(t, h.dir), "a carried output was made again")
+	st := h.state()
+	assert.Nil(t, st.Jobs["b"], "the former name keeps no record")
+	require.NotNil(t, st.Jobs["brief"])
+	assert.NotEmpty(t, st.Jobs["brief"].Accepted)
+	events, err := h.o.Log()
+	require.NoError(t, err)
+	assert.True(t, containsEvent(events, workflow.EventCarry, "brief", "b"), "the history says the output carried over")
+}
+
+// A course of the run that stops naming a job (a branch a file decides)
+// is no change of the definition: the step goes on, and the job's output
+// stays as it was accepted.
+func TestDefinitionChanged_notForAJobNoLongerNamed(t *testing.T) {
+	v := newVersioned()
+	h := finished(t, v)
+	before := outside(t, h.dir)
+	v.dropB = true
+	h.reg = registryOf(t, v.definition())
+	h.reopen()
+	h.done()
+	assert.Equal(t, before, outside(t, h.dir))
+}
+
+func TestContext_Patched(t *testing.T) {
+	var seen []bool
+	v := newVersioned()
+	v.patched = func(ctx *workflow.Context) {
+		if len(ctx.RunDir()) > 0 && v.patches != nil {
+			seen = append(seen, ctx.Patched("asks-for-risks"))
+		}
+	}
+	old := finished(t, v) // started before the patch
+
+	v.patches = []string{"asks-for-risks"}
+	newer := finished(t, v) // started after it
+	assert.True(t, seen[len(seen)-1], "a run started with the patch takes the new code")
+
+	old.reg = registryOf(t, v.definition())
+	old.reopen()
+	seen = nil
+	old.done()
+	assert.Equal(t, []bool{false}, seen, "a run started before the patch keeps the old code")
+
+	// Removing the patch while a run without it is live takes its code
+	// away: a changed definition.
+	v.patches = nil
+	old.reg = registryOf(t, v.definition())
+	old.reopen()
+	b := old.blocked()["workflow"]
+	assert.Equal(t, workflow.BlockDefinitionChanged, b.Kind)
+	assert.Contains(t, b.Reason, "patch asks-for-risks")
+	require.NoError(t, old.o.Release(workflow.WorkflowSubject))
+	old.done()
+
+	// A run that has the patch loses nothing when it goes.
+	newer.reg = registryOf(t, v.definition())
+	newer.reopen()
+	newer.done()
+
+	// Asking for a patch the definition does not declare is a broken rule.
+	bad := &workflow.Definition{Name: "bad", Run: func(ctx *workflow.Context) error {
+		ctx.Patched("nowhere")
+		return nil
+	}}
+	h := startRun(t, bad, nil)
+	_, err := h.o.Step()
+	assert.ErrorIs(t, err, workflow.ErrDefinition)
+}
+
+func TestDefinitionChanged_badParameterStops(t *testing.T) {
+	strict := false
+	def := &workflow.Definition{Name: "param",
+		Params: []workflow.Param{{Name: "size", Default: "1", Validate: func(v string) error {
+			if strict && v != "1" {
+				return workflow.Refuse("give 1")
+			}
+			return nil
+		}}},
+		Run: func(ctx *workflow.Context) error {
+			ctx.Agent(job("a")).Wait()
+			return nil
+		}}
+	dir := filepath.Join(t.TempDir(), "run")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	writeFile(t, filepath.Join(dir, "source.md"), "s\n")
+	reg := registryOf(t, def)
+	o, err := workflow.Start(reg, "param", dir, workflow.Params{"size": "2"})
+	require.NoError(t, err)
+	h := &harness{t: t, reg: reg, dir: dir, o: o}
+	h.runToDone()
+
+	strict = true
+	b := h.blocked()["workflow"]
+	assert.Equal(t, workflow.BlockBadParameter, b.Kind)
+	assert.Equal(t, workflow.PermitStop, b.Permitted)
+	assert.Contains(t, b.Reason, "start a new run")
+	s, err := h.o.Status()
+	require.NoError(t, err)
+	assert.Contains(t, s.Operator, "start a new run")
+}
+
+func TestContext_ParamUndeclared(t *testing.T) {
+	def := &workflow.Definition{Name: "p", Params: []workflow.Param{{Name: "known", Default: "k"}}, Run: func(ctx *workflow.Context) error {
+		if ctx.Param("known") != "k" {
+			return workflow.Stopf("the default is not read")
+		}
+		ctx.Param("unknown")
+		return nil
+	}}
+	h := startRun(t, def, nil)
+	_, err := h.o.Step()
+	require.ErrorIs(t, err, workflow.ErrDefinition)
+	assert.ErrorContains(t, err, "Run reads parameter unknown, which the definition does not declare")
+}
+
+func TestOrchestrator_Abandon(t *testing.T) {
+	h := startRun(t, oneJob(job("a")), source)
+	h.launch("a")
+	require.NoError(t, h.o.Abandon("the paper was withdrawn"))
+
+	for name, cmd := range map[string]func() error{
+		"step":    func() error { _, err := h.o.Step(); return err },
+		"report":  func() error { _, err := h.o.Report(workflow.ReportStop, "", "x"); return err },
+		"release": func() error { return h.o.Release("a") },
+		"abandon": func() error { return h.o.Abandon("again") },
+	} {
+		err := cmd()
+		assert.ErrorIs(t, err, workflow.ErrAbandoned, name)
+		assert.Equal(t, workflow.ExitFailed, workflow.ExitCode(err), name)
+		assert.Contains(t, workflow.Hint(err), "start a new run", name)
+	}
+	s, err := h.o.Status()
+	require.NoError(t, err)
+	require.NotNil(t, s.Abandoned)
+	assert.Equal(t, "the paper was withdrawn", s.Abandoned.Text)
+	events, err := h.o.Log()
+	require.NoError(t, err)
+	assert.True(t, containsEvent(events, workflow.EventAbandon, "", "the paper was withdrawn"))
+}
+
+func registryOf(t *testing.T, def *workflow.Definition) *workflow.Registry {
+	t.Helper()
+	reg, err := workflow.NewRegistry(def)
+	require.NoError(t, err)
+	return reg
+}
+
+func containsEvent(events []workflow.Event, typ workflow.EventType, subject, text string) bool {
+	for _, e := range events {
+		if e.Type == typ && e.Subject == subject && strings.Contains(e.Text, text) {
+			return true
+		}
+	}
+	return false
+}
