@@ -54,7 +54,7 @@ type State struct {
 	// code the run relies on.
 	Patches []string `json:"patches"`
 	Moves   []Move   `json:"moves"`
-	Kept      int                   `json:"kept"`
+	Kept    int      `json:"kept"`
 	// Resolving is the journal record of an effect that a committed resolve
 	// still owes: the next command writes it first.
 	Resolving *Effect `json:"resolving"`
