@@ -164,7 +164,15 @@ type Files struct {
 	// before (the racy rule).
 	begun int64
 	now   func() time.Time
+	// locate says where a file outside the run recorded at key is found
+	// now; nil finds it at key.
+	locate func(key string) string
 }
+
+// Locate makes f find a file outside the run, recorded at key, at
+// locate(key): a run recorded on another machine is replayed where its
+// files are now. What f learns is cached under the key.
+func (f *Files) Locate(locate func(key string) string) { f.locate = locate }
 
 // Files returns the run's file hasher for one command. It reads the hash
 // cache; a missing or damaged cache is an empty one.
@@ -207,36 +215,40 @@ func (f *Files) Hash(key string, limit int64) (Content, error) {
 }
 
 func (f *Files) hashOutside(key string, limit int64) (Content, error) {
+	path := key
+	if f.locate != nil {
+		path = f.locate(key)
+	}
 	var st unix.Stat_t
-	err := unix.Stat(key, &st)
+	err := unix.Stat(path, &st)
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
 		return Content{}, nil
 	}
 	if err != nil {
-		return Content{}, &IOError{Op: "read", Path: key, Err: err}
+		return Content{}, &IOError{Op: "read", Path: path, Err: err}
 	}
 	c, known := f.known(key, infoOf(&st), limit)
 	if known {
 		return c, nil
 	}
 	// As declared: a link is followed, but a pipe is not waited on.
-	fd, err := unix.Open(key, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
 	if errors.Is(err, unix.ENOENT) {
 		return Content{}, nil
 	}
 	if err != nil {
-		return Content{}, &IOError{Op: "read", Path: key, Err: err}
+		return Content{}, &IOError{Op: "read", Path: path, Err: err}
 	}
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
-		return Content{}, &IOError{Op: "read", Path: key, Err: err}
+		return Content{}, &IOError{Op: "read", Path: path, Err: err}
 	}
 	info := infoOf(&st)
 	if info.Kind != Regular {
 		unix.Close(fd)
 		fd = -1
 	}
-	return f.hashOpen(key, fd, info, limit, key)
+	return f.hashOpen(key, fd, info, limit, path)
 }
 
 // known answers from what lstat says without opening the file: for

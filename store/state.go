@@ -379,3 +379,17 @@ func (m Move) check() error {
 func inStateDir(rel string) bool {
 	return rel == StateDir || strings.HasPrefix(rel, StateDir+"/")
 }
+
+// Clone returns a deep copy of s, for a decision that changes a state it
+// must not share.
+func (s *State) Clone() *State {
+	data, err := encode(s)
+	if err != nil {
+		panic(fmt.Sprintf("clone a state: %v", err)) // a State holds only what encode writes
+	}
+	var c State
+	if err := decodeStrict(data, &c); err != nil {
+		panic(fmt.Sprintf("clone a state: %v", err))
+	}
+	return &c
+}

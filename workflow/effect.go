@@ -59,6 +59,10 @@ func (c *Context) Effect(name string, do func() error, opts ...EffectOption) {
 	prev := r.effects[name]
 	j := prev
 	if j != nil && j.Status == store.EffectStarted {
+		if r.dry {
+			r.foresee(EffectSubject(name), "it started and its completion is not recorded: the next step asks its recognizer what took place")
+			r.endPath()
+		}
 		recognition, why := recognize(e.recognize)
 		switch recognition.fate {
 		case fateCompleted:
@@ -77,6 +81,10 @@ func (c *Context) Effect(name string, do func() error, opts ...EffectOption) {
 			// The step stops the run on another effect's account, or on a
 			// changed definition's: no new effect starts before the operator
 			// has settled it.
+			r.endPath()
+		}
+		if r.dry {
+			r.foresee(EffectSubject(name), "it runs at the next step")
 			r.endPath()
 		}
 		r.runEffect(e, prev, current, do)
@@ -103,7 +111,7 @@ func (r *replay) declareEffect(e *effectSpec) error {
 	r.reached[e.name] = true
 	var keys []string
 	for _, in := range e.inputs {
-		key := inputKey(r.dir, in)
+		key := inputKey(r.dir, r.maps, in)
 		if key == "" {
 			return r.rule("effect %s: input %q is not a file path", e.name, in)
 		}
@@ -126,9 +134,15 @@ func (r *replay) runEffect(e *effectSpec, prev *store.Effect, current []store.Fi
 	j.Runs++
 	r.save(r.journal("effect-started", j))
 	r.effects[e.name] = j
+	if r.endIn == e.name && !r.endAfterDo {
+		r.save(ErrEndedInEffect)
+	}
 	if f := r.callEffect(e.name, do); f != nil {
 		r.fail(*f)
 		r.endPath()
+	}
+	if r.endIn == e.name {
+		r.save(ErrEndedInEffect)
 	}
 	j.Status, j.At = store.EffectCompleted, store.Now()
 	r.save(r.journal("effect-completed", j))

@@ -85,7 +85,7 @@ func ProblemPath(output string) string {
 	return strings.TrimSuffix(output, ext) + ".problem.md"
 }
 
-func newSpec(defName, runDir string, j Job) (*spec, error) {
+func newSpec(defName, runDir string, maps []Map, j Job) (*spec, error) {
 	bad := func(format string, args ...any) error {
 		return &DefinitionError{Definition: defName, Rule: fmt.Sprintf("job %s: ", j.Name) + fmt.Sprintf(format, args...)}
 	}
@@ -105,7 +105,7 @@ func newSpec(defName, runDir string, j Job) (*spec, error) {
 	s := &spec{job: j, output: out, problem: ProblemPath(out)}
 	seen := map[string]bool{}
 	for _, in := range j.Inputs {
-		key := inputKey(runDir, in)
+		key := inputKey(runDir, maps, in)
 		if key == "" {
 			return nil, bad("input %q is not a file path", in)
 		}
@@ -158,12 +158,12 @@ func insideRun(runDir, p string) (string, bool) {
 // inputKey is how an input enters the input state: run-relative when it lies
 // inside the run, so that no absolute run path is hashed and a moved run
 // keeps its acceptances; otherwise its clean absolute path.
-func inputKey(runDir, p string) string {
+func inputKey(runDir string, maps []Map, p string) string {
 	if rel, ok := insideRun(runDir, p); ok {
 		return rel
 	}
 	if filepath.IsAbs(p) {
-		return filepath.ToSlash(filepath.Clean(p))
+		return unmapPath(maps, filepath.ToSlash(filepath.Clean(p)))
 	}
 	return ""
 }

@@ -189,15 +189,15 @@ func (o Outcome) paths(f func(string) string) Outcome {
 	c.Jobs = slices.Clone(o.Jobs)
 	for i := range c.Jobs {
 		h := &c.Jobs[i]
-		h.Prompt, h.Output, h.Problem = mapPath(f, h.Prompt), mapPath(f, h.Output), mapPath(f, h.Problem)
+		h.Prompt, h.Output, h.Problem = applyPath(f, h.Prompt), applyPath(f, h.Output), applyPath(f, h.Problem)
 	}
 	c.Blocks = slices.Clone(o.Blocks)
 	for i := range c.Blocks {
-		c.Blocks[i].Record = mapPath(f, c.Blocks[i].Record)
+		c.Blocks[i].Record = applyPath(f, c.Blocks[i].Record)
 	}
 	c.Effects = slices.Clone(o.Effects)
 	for i := range c.Effects {
-		c.Effects[i].Record = mapPath(f, c.Effects[i].Record)
+		c.Effects[i].Record = applyPath(f, c.Effects[i].Record)
 	}
 	return c
 }
@@ -217,7 +217,7 @@ func (o Outcome) pathList() []string {
 	return slices.DeleteFunc(list, func(p string) bool { return p == "" })
 }
 
-func mapPath(f func(string) string, p string) string {
+func applyPath(f func(string) string, p string) string {
 	if p == "" {
 		return ""
 	}

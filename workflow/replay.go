@@ -41,6 +41,23 @@ type replay struct {
 	patches []string        // the patches the run was started with
 	changes []change        // changes of the definition not let through
 	carried map[string]bool // former names whose records carried over
+
+	// dry is a replay that runs no effect and asks no recognizer, for
+	// check: where a step would, it notes what the step would do and ends
+	// the path.
+	dry      bool
+	foreseen []CheckItem
+	maps     []Map // paths outside the run, recorded at Old, found at New
+
+	// endIn names an effect in which the step ends as a crash would: after
+	// journaling its start, and after its do when endAfterDo.
+	endIn      string
+	endAfterDo bool
+}
+
+// foresee notes what the next step would do that a dry replay does not.
+func (r *replay) foresee(subject Subject, reason string) {
+	r.foreseen = append(r.foreseen, CheckItem{Subject: subject, Reason: reason})
 }
 
 // verdict is what judging a job decided.
@@ -122,7 +139,7 @@ func (r *replay) rule(format string, args ...any) error {
 }
 
 func (r *replay) agent(c *Context, j Job) (*Handle, error) {
-	s, err := newSpec(r.def.Name, r.dir, j)
+	s, err := newSpec(r.def.Name, r.dir, r.maps, j)
 	if err != nil {
 		return nil, err
 	}

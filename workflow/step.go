@@ -1,6 +1,8 @@
 package workflow
 
 import (
+	"errors"
+	"fmt"
 	"path"
 
 	"github.com/custodian-run/custodian/store"
@@ -45,6 +47,50 @@ func (o *Orchestrator) Step() (Outcome, error) {
 		return nil
 	})
 	return out, err
+}
+
+// ErrEndedInEffect is what StepEndingIn returns when its step ended inside
+// the effect, as it was asked to.
+var ErrEndedInEffect = errors.New("the step ended inside the effect, as a crash would")
+
+// StepEndingIn runs a step that ends inside the effect named, as a process
+// that crashed there would: the effect's start is journaled, its do runs
+// when ranDo, and the step ends there, recording neither the effect's
+// completion nor anything else. It returns ErrEndedInEffect when the step
+// ended so; a step that never reached the effect is taken as an ordinary
+// one, and StepEndingIn says it did not end there.
+// It exists so that a definition's tests can drive its recognizers
+// without the definition carrying a hook of its own: the next Step asks
+// the recognizer what took place.
+func (o *Orchestrator) StepEndingIn(effect string, ranDo bool) error {
+	return o.locked(func(rec *loaded) error {
+		if len(rec.state.Moves) > 0 {
+			if err := o.finishMoves(rec.state); err != nil {
+				return err
+			}
+		}
+		limits, err := o.def.limits(o.def.withDefaults(o.params))
+		if err != nil {
+			return err
+		}
+		r := newReplay(o, rec.state, rec.effects, limits)
+		r.endIn, r.endAfterDo = effect, ranDo
+		r.play()
+		if r.ruleErr != nil {
+			return r.ruleErr
+		}
+		if r.ioErr != nil {
+			return r.ioErr
+		}
+		p, err := o.decideReplayed(r, rec.reports)
+		if err != nil {
+			return err
+		}
+		if err := o.apply(p); err != nil {
+			return err
+		}
+		return fmt.Errorf("the step of run %s never reached effect %s: it was taken as an ordinary step, with outcome %s", o.run.Dir, effect, p.outcome.Kind)
+	})
 }
 
 func (o *Orchestrator) abs(rel string) string { return path.Join(o.run.Dir, rel) }

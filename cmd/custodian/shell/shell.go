@@ -48,6 +48,7 @@ func New(reg *workflow.Registry, stdout, stderr io.Writer) *cli.App {
 			releaseCommand(reg),
 			resolveCommand(reg),
 			abandonCommand(reg),
+			checkCommand(reg),
 			statusCommand(reg),
 			logCommand(reg),
 			trialCommand(reg),

@@ -1,0 +1,53 @@
+package shell
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/custodian-run/custodian/workflow"
+	"github.com/urfave/cli/v2"
+)
+
+func checkCommand(reg *workflow.Registry) *cli.Command {
+	return &cli.Command{
+		Name:      "check",
+		Usage:     "say what the next step would change in the run, and why; read-only",
+		ArgsUsage: "RUN [--json] [--map OLD=NEW]...",
+		Description: "The first line is unchanged or changed; then one line per job or effect whose standing the next\n" +
+			"step would change, and last the outcome the next step would give. Check replays the run twice with\n" +
+			"this binary's definition, runs no effect, takes no lock and writes nothing; a definition that names\n" +
+			"other jobs from one replay to the next is reported as non-deterministic. Both answers exit 0.",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: "print the check as one JSON object"},
+			&cli.StringSliceFlag{Name: "map", Usage: "files outside the run recorded under OLD are found under NEW, `OLD=NEW`; repeat for more", KeepSpace: true},
+		},
+		Action: withArgs([]string{"RUN"}, func(c *cli.Context, args []string) error {
+			var maps []workflow.Map
+			for _, s := range c.StringSlice("map") {
+				m, err := workflow.ParseMap(s)
+				if err != nil {
+					return usagef(c, "%v", err)
+				}
+				maps = append(maps, m)
+			}
+			o, err := workflow.Open(reg, args[0])
+			if err != nil {
+				return err
+			}
+			defer o.Close()
+			check, err := o.Check(maps...)
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				data, err := json.Marshal(check)
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintf(c.App.Writer, "%s\n", data)
+				return err
+			}
+			return check.WriteText(c.App.Writer)
+		}),
+	}
+}

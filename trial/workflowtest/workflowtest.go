@@ -1,0 +1,85 @@
+// Package workflowtest is the author's kit for testing definitions: it
+// holds recorded runs to a definition in CI, and ends a step inside an
+// effect as a crash would, so that a recognizer can be tested without the
+// definition carrying a hook of its own.
+//
+// A recorded run is a fixture: its records hold no absolute path of the
+// run, so a run directory copied into a repository replays the same
+// wherever the repository is checked out. Files outside the run that the
+// definition declared are found through maps (workflow.Map).
+package workflowtest
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/custodian-run/custodian/workflow"
+)
+
+// Replay fails the test, with check's report, when the next step of the
+// recorded run in runDir would change anything with the definitions of reg:
+// the definition no longer makes the decisions the run recorded, or is not
+// deterministic. It writes nothing in runDir.
+func Replay(t testing.TB, reg *workflow.Registry, runDir string, maps ...workflow.Map) {
+	t.Helper()
+	o, err := workflow.Open(reg, runDir)
+	if err != nil {
+		t.Fatalf("replay %s: %v", runDir, err)
+	}
+	defer o.Close()
+	c, err := o.Check(maps...)
+	if err != nil {
+		t.Fatalf("replay %s: %v", runDir, err)
+	}
+	if c.Changed {
+		var report strings.Builder
+		if err := c.WriteText(&report); err != nil {
+			t.Fatalf("replay %s: %v", runDir, err)
+		}
+		t.Errorf("the recorded run %s would change at its next step:\n%s", runDir, report.String())
+	}
+}
+
+// ReplayAll replays every recorded run under dir, one subtest each, named
+// by the run's directory: a directory holding .custodian/run.json is a run.
+func ReplayAll(t *testing.T, reg *workflow.Registry, dir string, maps ...workflow.Map) {
+	t.Helper()
+	var runs []string
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if _, err := os.Stat(filepath.Join(path, workflow.StateDir, "run.json")); err == nil {
+			runs = append(runs, path)
+			return filepath.SkipDir
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("find recorded runs under %s: %v", dir, err)
+	}
+	if len(runs) == 0 {
+		t.Fatalf("no recorded run under %s", dir)
+	}
+	slices.Sort(runs)
+	for _, run := range runs {
+		rel, _ := filepath.Rel(dir, run)
+		t.Run(filepath.ToSlash(rel), func(t *testing.T) { Replay(t, reg, run, maps...) })
+	}
+}
+
+// CrashIn takes a step of o that ends inside the effect named, as a
+// process that crashed there would: the effect's start is journaled, its
+// do runs when ranDo, and nothing else of the step is recorded. The next
+// o.Step asks the effect's recognizer what took place. It fails the test
+// when the step does not reach the effect.
+func CrashIn(t testing.TB, o *workflow.Orchestrator, effect string, ranDo bool) {
+	t.Helper()
+	if err := o.StepEndingIn(effect, ranDo); !errors.Is(err, workflow.ErrEndedInEffect) {
+		t.Fatalf("a step ending inside effect %s: %v", effect, err)
+	}
+}

@@ -1,0 +1,148 @@
+package workflowtest_test
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/custodian-run/custodian/trial/workflowtest"
+	"github.com/custodian-run/custodian/workflow"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// recorder is a testing.TB that keeps what a helper reports instead of
+// failing the test that runs it.
+type recorder struct {
+	testing.TB
+	failures []string
+}
+
+func (r *recorder) Helper() {}
+func (r *recorder) Errorf(format string, args ...any) {
+	r.failures = append(r.failures, fmt.Sprintf(format, args...))
+}
+func (r *recorder) Fatalf(format string, args ...any) {
+	r.failures = append(r.failures, fmt.Sprintf(format, args...))
+}
+
+func summary(prompt string) *workflow.Definition {
+	return &workflow.Definition{Name: "summary", Run: func(ctx *workflow.Context) error {
+		ctx.Agent(workflow.Job{Name: "summary", Prompt: prompt, Output: "summary.md", Inputs: []string{"notes.md"}}).Wait()
+		return nil
+	}}
+}
+
+// recordRun drives a run of def to its end under dir and returns it.
+func recordRun(t *testing.T, def *workflow.Definition, dir string) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.md"), []byte("notes\n"), 0o644))
+	reg, err := workflow.NewRegistry(def)
+	require.NoError(t, err)
+	o, err := workflow.Start(reg, def.Name, dir, nil)
+	require.NoError(t, err)
+	defer o.Close()
+	for range 5 {
+		out, err := o.Step()
+		require.NoError(t, err)
+		if out.Kind == workflow.KindDone {
+			return
+		}
+		for _, h := range out.Jobs {
+			require.NoError(t, os.WriteFile(h.Output, []byte("# Summary\n"), 0o644))
+		}
+	}
+	t.Fatal("the run did not finish")
+}
+
+func TestReplay(t *testing.T) {
+	runs := t.TempDir()
+	recordRun(t, summary("Summarize the notes."), filepath.Join(runs, "first"))
+	recordRun(t, summary("Summarize the notes."), filepath.Join(runs, "nested", "second"))
+
+	same, err := workflow.NewRegistry(summary("Summarize the notes."))
+	require.NoError(t, err)
+	r := &recorder{TB: t}
+	workflowtest.Replay(r, same, filepath.Join(runs, "first"))
+	assert.Empty(t, r.failures, "an unchanged definition replays a recorded run")
+	workflowtest.ReplayAll(t, same, runs)
+
+	changed, err := workflow.NewRegistry(summary("Summarize the notes, and name every risk."))
+	require.NoError(t, err)
+	r = &recorder{TB: t}
+	workflowtest.Replay(r, changed, filepath.Join(runs, "first"))
+	require.Len(t, r.failures, 1, "a changed definition fails the replay")
+	assert.Contains(t, r.failures[0], "would change at its next step")
+	assert.Contains(t, r.failures[0], "- summary: the definition changed it: the prompt changed")
+	assert.Contains(t, r.failures[0], "+Summarize the notes, and name every risk.")
+}
+
+// A test ends a step inside an effect as a crash would, and the next step
+// asks the recognizer: the definition carries no hook for it.
+func TestCrashIn(t *testing.T) {
+	for _, tc := range []struct {
+		ranDo bool
+		runs  int // how often do ran in all
+	}{
+		{ranDo: true, runs: 1},  // it took place: the recognizer says completed
+		{ranDo: false, runs: 1}, // it did not: absent, so it runs at the next step
+	} {
+		t.Run(fmt.Sprint("ran do: ", tc.ranDo), func(t *testing.T) {
+			dir := t.TempDir()
+			target := filepath.Join(t.TempDir(), "published.md")
+			runs := 0
+			def := &workflow.Definition{Name: "publish", Run: func(ctx *workflow.Context) error {
+				ctx.Effect("publish", func() error {
+					runs++
+					return os.WriteFile(target, []byte("published\n"), 0o644)
+				}, workflow.Recognize(func() (workflow.Recognition, error) {
+					_, err := os.Stat(target)
+					switch {
+					case err == nil:
+						return workflow.Completed, nil
+					case errors.Is(err, fs.ErrNotExist):
+						return workflow.Absent, nil
+					}
+					return workflow.Unknown, err
+				}))
+				return nil
+			}}
+			reg, err := workflow.NewRegistry(def)
+			require.NoError(t, err)
+			o, err := workflow.Start(reg, "publish", dir, nil)
+			require.NoError(t, err)
+			defer o.Close()
+
+			workflowtest.CrashIn(t, o, "publish", tc.ranDo)
+			s, err := o.Status()
+			require.NoError(t, err)
+			require.Len(t, s.Effects, 1)
+			assert.True(t, s.Effects[0].Interrupted, "the step ended inside the effect")
+
+			out, err := o.Step()
+			require.NoError(t, err)
+			assert.Equal(t, workflow.KindDone, out.Kind)
+			assert.Equal(t, tc.runs, runs)
+			assert.FileExists(t, target)
+		})
+	}
+}
+
+func TestCrashInAnEffectNeverReached(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.md"), []byte("notes\n"), 0o644))
+	reg, err := workflow.NewRegistry(summary("Summarize."))
+	require.NoError(t, err)
+	o, err := workflow.Start(reg, "summary", dir, nil)
+	require.NoError(t, err)
+	defer o.Close()
+	r := &recorder{TB: t}
+	workflowtest.CrashIn(r, o, "publish", true)
+	require.Len(t, r.failures, 1)
+	assert.True(t, strings.Contains(r.failures[0], "never reached effect publish"), r.failures[0])
+}
