@@ -1,0 +1,185 @@
+package drive
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/term"
+)
+
+// EventKind names what happened in a drive.
+type EventKind string
+
+// The events of a drive, with the fields of Event each one sets.
+const (
+	EventRound        EventKind = "round"         // a round of launches began: Round, Jobs
+	EventLaunched     EventKind = "launched"      // a worker started: Job, Attempt, Pid
+	EventOutput       EventKind = "output"        // a worker wrote a line: Job, Text
+	EventEnded        EventKind = "ended"         // a worker ended: Job, Outcome, Status, Duration
+	EventLaunchFailed EventKind = "launch-failed" // a job could not be launched: Job, Text
+	EventPaused       EventKind = "paused"        // launching waits out a usage limit: Until, Job, Text
+	EventResumed      EventKind = "resumed"       // launching goes on
+	EventStep         EventKind = "step"          // a step ended: Outcome, the step's outcome word
+	EventInterrupted  EventKind = "interrupted"   // a signal stops the drive; its workers are being ended
+)
+
+// Event is one thing that happened in a drive, for a Sink to show. Time is
+// when; a sink sets it to its own clock's time when it is zero.
+type Event struct {
+	Kind     EventKind     `json:"event"`
+	Time     time.Time     `json:"time"`
+	Round    int           `json:"round,omitzero"`
+	Jobs     []string      `json:"jobs,omitempty"`
+	Job      string        `json:"job,omitzero"`
+	Attempt  int           `json:"attempt,omitzero"`
+	Pid      int           `json:"pid,omitzero"`
+	Outcome  string        `json:"outcome,omitzero"` // a worker's Outcome, or a step's outcome word
+	Status   string        `json:"status,omitzero"`  // how the worker's process ended: Result.Status
+	Duration time.Duration `json:"-"`                // how long the worker ran
+	Until    time.Time     `json:"until,omitzero"`
+	Text     string        `json:"text,omitzero"` // a line of output, or what went wrong
+}
+
+// MarshalJSON renders the event as one object, with the duration in
+// seconds.
+func (e Event) MarshalJSON() ([]byte, error) {
+	type fields Event // without this method
+	return json.Marshal(struct {
+		fields
+		Seconds float64 `json:"seconds,omitzero"`
+	}{fields(e), e.Duration.Seconds()})
+}
+
+// String describes the event in one line, without its time.
+func (e Event) String() string {
+	switch e.Kind {
+	case EventRound:
+		return fmt.Sprintf("round %d: %d jobs: %s", e.Round, len(e.Jobs), strings.Join(e.Jobs, ", "))
+	case EventLaunched:
+		return fmt.Sprintf("%s: launched, attempt %d, pid %d", e.Job, e.Attempt, e.Pid)
+	case EventOutput:
+		return e.Job + ": " + e.Text
+	case EventEnded:
+		return fmt.Sprintf("%s: %s, %s, after %s", e.Job, e.Outcome, e.Status, e.Duration.Round(100*time.Millisecond))
+	case EventLaunchFailed:
+		return e.Job + ": launch failed: " + e.Text
+	case EventPaused:
+		return fmt.Sprintf("paused for a usage limit until %s (%s: %s)", e.Until.Format(time.DateTime+" MST"), e.Job, e.Text)
+	case EventResumed:
+		return "resumed after the usage limit"
+	case EventStep:
+		return "step: " + e.Outcome
+	case EventInterrupted:
+		return "interrupted: ending the workers"
+	}
+	return string(e.Kind)
+}
+
+// Sink shows a drive's events as they happen. Its methods are safe for
+// concurrent use: workers' output arrives from their own goroutines. A
+// write that fails does not stop the drive; Close returns the first such
+// error.
+type Sink interface {
+	Emit(Event)
+	Close() error
+}
+
+// NewSink returns the sink for w: JSON lines when asJSON; the live view
+// when w is a terminal that understands cursor movement; plain lines
+// otherwise.
+func NewSink(w io.Writer, asJSON bool) Sink {
+	f, isFile := w.(*os.File)
+	switch {
+	case asJSON:
+		return NewJSONLines(w)
+	case isFile && term.IsTerminal(int(f.Fd())) && os.Getenv("TERM") != "dumb":
+		fd := int(f.Fd())
+		size := func() (int, int) {
+			width, height, _ := term.GetSize(fd)
+			return width, height
+		}
+		return NewLive(w, size, time.Now)
+	default:
+		return NewPlain(w)
+	}
+}
+
+// writer writes for a sink, and keeps the first error.
+type writer struct {
+	mu  sync.Mutex
+	w   io.Writer
+	err error
+}
+
+// write writes s whole, in one call, so that lines from several sinks or
+// processes on one file do not interleave; mu must be held.
+func (w *writer) write(s string) {
+	if _, err := io.WriteString(w.w, s); err != nil && w.err == nil {
+		w.err = err
+	}
+}
+
+func stamp(e *Event, now func() time.Time) {
+	if e.Time.IsZero() {
+		e.Time = now()
+	}
+}
+
+// Plain writes one line per event, its time first, for a log or a pipe.
+// It leaves out the workers' output, which would swamp the events; the
+// evidence of each launch keeps it whole.
+type Plain struct{ out writer }
+
+// NewPlain returns a sink that writes plain lines to w.
+func NewPlain(w io.Writer) *Plain { return &Plain{out: writer{w: w}} }
+
+// Emit writes the event's line.
+func (p *Plain) Emit(e Event) {
+	if e.Kind == EventOutput {
+		return
+	}
+	stamp(&e, time.Now)
+	p.out.mu.Lock()
+	defer p.out.mu.Unlock()
+	p.out.write(e.Time.Format(time.TimeOnly) + " " + e.String() + "\n")
+}
+
+// Close returns the first error in writing.
+func (p *Plain) Close() error {
+	p.out.mu.Lock()
+	defer p.out.mu.Unlock()
+	return p.out.err
+}
+
+// JSONLines writes each event as one JSON object on a line of its own,
+// for a program to read.
+type JSONLines struct{ out writer }
+
+// NewJSONLines returns a sink that writes JSON lines to w.
+func NewJSONLines(w io.Writer) *JSONLines { return &JSONLines{out: writer{w: w}} }
+
+// Emit writes the event's object.
+func (j *JSONLines) Emit(e Event) {
+	stamp(&e, time.Now)
+	data, err := json.Marshal(e)
+	j.out.mu.Lock()
+	defer j.out.mu.Unlock()
+	if err != nil {
+		j.out.err = cmp.Or(j.out.err, err)
+		return
+	}
+	j.out.write(string(data) + "\n")
+}
+
+// Close returns the first error in writing.
+func (j *JSONLines) Close() error {
+	j.out.mu.Lock()
+	defer j.out.mu.Unlock()
+	return j.out.err
+}
