@@ -20,8 +20,12 @@ type Check struct {
 	Changed bool        `json:"changed"`
 	Items   []CheckItem `json:"items"`
 	// Next is the outcome the next step would give; nil when the next step
-	// runs an effect or asks a recognizer before it could give one.
+	// runs an effect or asks a recognizer before it could give one, or
+	// refuses the run.
 	Next *Outcome `json:"next"`
+	// Refusal is why the next step refuses the run instead of giving an
+	// outcome (the operator abandoned it), or "".
+	Refusal string `json:"refusal"`
 	// Patches are the patches the run was started with, and those the
 	// definition declares now.
 	Patches CheckPatches `json:"patches"`
@@ -66,11 +70,11 @@ func (o *Orchestrator) Check(maps ...Map) (Check, error) {
 			return c, err
 		}
 	}
-	if s := rec.state.Workflow.Stopped; s != nil {
+	if s := rec.state.Workflow.Stopped; s != nil && BlockKind(s.Kind) != BlockDefinitionChanged {
 		// The definition does not run while the workflow is stopped: the
 		// next step gives the stop again, and its record says why.
 		c.Next = &o.decideStopped(rec.clone().state, rec.effects, s, rec.reports).outcome
-		return c, nil
+		return c.refused(o.run.Dir, rec), nil
 	}
 	first, err := o.dryReplay(rec.clone(), maps)
 	if err != nil {
@@ -84,10 +88,31 @@ func (o *Orchestrator) Check(maps ...Map) (Check, error) {
 	if err != nil {
 		return Check{}, err
 	}
+	stop := first.state.Workflow.Stopped
+	if stop != nil && first.holdsStop(stop) {
+		c.Items = nondeterminism(first, second)
+		c.Changed = len(c.Items) > 0
+		c.Next = &o.decideStopped(first.state, first.effects, stop, rec.reports).outcome
+		return c.refused(o.run.Dir, rec), nil
+	}
 	c.Items = append(nondeterminism(first, second), o.standings(first, last)...)
+	if first.lifted {
+		c.Items = append(c.Items, CheckItem{Subject: WorkflowSubject, Details: []string{},
+			Reason: "the stop of a changed definition is lifted: this binary finds the definition as the run recorded it, and lets nothing through"})
+	}
 	c.Changed = len(c.Items) > 0
 	c.Next, err = o.nextOutcome(first, rec)
-	return c, err
+	return c.refused(o.run.Dir, rec), err
+}
+
+// refused says, of a run the operator abandoned, that the next step
+// refuses it rather than give the outcome the replay foresaw.
+func (c Check) refused(dir string, rec *loaded) Check {
+	if a := rec.state.Abandoned; a != nil {
+		c.Next = nil
+		c.Refusal = (&AbandonedError{Run: dir, At: a.At, Text: a.Text}).Error()
+	}
+	return c
 }
 
 // clone returns a deep copy of the records, for a replay that may change
@@ -213,7 +238,12 @@ func (o *Orchestrator) standings(r *replay, last *Outcome) []CheckItem {
 	}
 	for _, key := range slices.Sorted(maps.Keys(changed)) {
 		c := changed[key]
-		items = append(items, CheckItem{Subject: Subject(c.subject), Reason: "the definition changed it: " + strings.Join(c.what, "; ") +
+		subject, it := JobSubject(key), "it"
+		if patch, ok := strings.CutPrefix(key, "patch "); ok {
+			// A patch is the definition's as a whole.
+			subject, it = WorkflowSubject, "patch "+patch
+		}
+		items = append(items, CheckItem{Subject: subject, Reason: "the definition changed " + it + ": " + strings.Join(c.what, "; ") +
 			"; the next step blocks on the changed definition", Details: splitLines(c.detail)})
 	}
 	for i := range items {

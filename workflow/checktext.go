@@ -25,7 +25,9 @@ func (c Check) WriteText(w io.Writer) error {
 		}
 	}
 	b.WriteString("next step: ")
-	if c.Next == nil {
+	if c.Refusal != "" {
+		fmt.Fprintf(&b, "refused: %s\n", OneLine(c.Refusal))
+	} else if c.Next == nil {
 		b.WriteString("not foreseen: it runs an effect or asks a recognizer first\n")
 	} else if err := c.Next.WriteText(&b); err != nil {
 		return err

@@ -54,7 +54,8 @@ func (o *Orchestrator) decide(rec *loaded, journal func(string, *store.Effect) e
 		return nil, err
 	}
 	st, effects := rec.state, rec.effects
-	if s := st.Workflow.Stopped; s != nil {
+	s := st.Workflow.Stopped
+	if s != nil && BlockKind(s.Kind) != BlockDefinitionChanged {
 		return o.decideStopped(st, effects, s, rec.reports), nil
 	}
 	if err := o.def.checkParams(o.params); err != nil {
@@ -72,7 +73,26 @@ func (o *Orchestrator) decide(rec *loaded, journal func(string, *store.Effect) e
 	if r.ioErr != nil {
 		return nil, r.ioErr
 	}
+	if s != nil && r.holdsStop(s) {
+		return o.decideStopped(st, r.effects, s, rec.reports), nil
+	}
 	return o.decideReplayed(r, rec.reports)
+}
+
+// holdsStop says whether the stop of a changed definition s holds after
+// the replay r: it holds while this binary finds exactly the changes it
+// listed. A binary that finds none (the operator went back to the one that
+// started the run) lifts it and lets nothing through; one that finds
+// others stops anew, so that a release lets through what this binary
+// would do.
+func (r *replay) holdsStop(s *store.Stop) bool {
+	_, _, keys := changesReport(r.changes)
+	if len(r.changes) > 0 && maps.Equal(keys, s.Changes) {
+		return true
+	}
+	r.state.Workflow.Stopped = nil
+	r.lifted = len(r.changes) == 0
+	return false
 }
 
 // decideStopped plans a step while the workflow is stopped: the definition
@@ -130,6 +150,10 @@ func (o *Orchestrator) decideReplayed(r *replay, reports []store.Report) (*plan,
 	}
 
 	h := &handouts{state: st, kept: map[string][]store.Move{}}
+	if r.lifted {
+		h.events = append(h.events, store.Event{Type: store.EventRelease, Subject: string(WorkflowSubject),
+			Text: "this binary finds the definition as the run recorded it, so the stop of a changed definition is lifted and lets nothing through"})
+	}
 	if err := h.plan(o, r, len(blocks) == 0); err != nil {
 		return nil, err
 	}

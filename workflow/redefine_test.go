@@ -126,6 +126,63 @@ func TestDefinitionChanged(t *testing.T) {
 	}
 }
 
+// A stop of a changed definition holds while the binary finds exactly the
+// changes it listed: the binary that started the run finds none and lifts
+// it, letting nothing through; a third binary with other changes stops
+// anew; a release given under one binary does not carry over to a change
+// that binary does not make.
+func TestDefinitionChanged_stopFollowsTheBinary(t *testing.T) {
+	use := func(h *harness, v *versioned) {
+		h.reg = registryOf(t, v.definition())
+		h.reopen()
+	}
+	t.Run("going back lifts the stop and lets nothing through", func(t *testing.T) {
+		base := newVersioned()
+		h := finished(t, base)
+		changed := newVersioned()
+		changed.promptA = "Do a, better."
+		use(h, changed)
+		require.Equal(t, workflow.BlockDefinitionChanged, h.blocked()["workflow"].Kind)
+
+		use(h, base)
+		c, err := h.o.Check()
+		require.NoError(t, err)
+		require.NotNil(t, c.Next)
+		assert.Equal(t, workflow.KindDone, c.Next.Kind, "check foresees the lifted stop")
+		h.done()
+		use(h, changed)
+		assert.Equal(t, workflow.BlockDefinitionChanged, h.blocked()["workflow"].Kind, "going back let the change through")
+	})
+	t.Run("other changes stop anew, with their own record", func(t *testing.T) {
+		h := finished(t, newVersioned())
+		first := newVersioned()
+		first.promptA = "Do a, better."
+		use(h, first)
+		b1 := h.blocked()["workflow"]
+		second := newVersioned()
+		second.launchB = map[string]any{"model": "large"}
+		use(h, second)
+		b2 := h.blocked()["workflow"]
+		assert.NotEqual(t, b1.Record, b2.Record, "a stop on other changes kept the old record")
+		assert.Contains(t, b2.Reason, "job b")
+		assert.NotContains(t, b2.Reason, "job a")
+	})
+	t.Run("a release lets through only a change the next binary makes", func(t *testing.T) {
+		base := newVersioned()
+		h := finished(t, base)
+		changed := newVersioned()
+		changed.promptA = "Do a, better."
+		use(h, changed)
+		h.blocked()
+		require.NoError(t, h.o.Release(workflow.WorkflowSubject))
+		use(h, base)
+		h.done()
+		use(h, changed)
+		assert.Equal(t, workflow.BlockDefinitionChanged, h.blocked()["workflow"].Kind,
+			"a release used up by the binary that started the run reopened a job later")
+	})
+}
+
 func TestDefinitionChanged_promptDiff(t *testing.T) {
 	v := newVersioned()
 	v.promptA = "Do a.\nKeep it short."

@@ -40,6 +40,7 @@ type replay struct {
 
 	patches []string        // the patches the run was started with
 	changes []change        // changes of the definition not let through
+	lifted  bool            // a stop of a changed definition this binary no longer finds
 	carried map[string]bool // former names whose records carried over
 
 	// dry is a replay that runs no effect and asks no recognizer, for

@@ -85,6 +85,14 @@ var courseChecks = map[string]func(t *testing.T, run string){
 		assert.FileExists(t, filepath.Join(run+".published", "reconciled.md"))
 		assert.FileExists(t, filepath.Join(run+".published", "index.md"), "publish did not run again")
 	},
+	"definition-changed": func(t *testing.T, run string) {
+		// The block record gives the operator the prompt's diff; after the
+		// release, summary is handed out with the new prompt.
+		assert.Contains(t, fileText(t, filepath.Join(run, ".custodian", "workflow", "block-1.md")),
+			"## job summary\n\n- the prompt changed\n\n```diff\n--- .custodian/jobs/summary/prompt-1.md\n+++ the prompt now\n"+
+				"@@ -1 +1 @@\n-"+redefSummaryPrompt+"\n+"+redefRewordedPrompt+"\n```\n")
+		assert.True(t, strings.HasPrefix(fileText(t, filepath.Join(run, ".custodian", "jobs", "summary", "prompt-2.md")), redefRewordedPrompt+"\n"))
+	},
 	"uncertain-resolve-completed": func(t *testing.T, run string) {
 		assert.FileExists(t, filepath.Join(run+".published", "reconciled.md"))
 		assert.NoFileExists(t, filepath.Join(run+".published", "index.md"), "publish ran again")
@@ -133,11 +141,11 @@ func (s *session) play(c course) {
 			continue
 		}
 		for _, command := range p.commands {
-			args := make([]string, len(command))
-			for i, arg := range command {
+			args := make([]string, len(command.args))
+			for i, arg := range command.args {
 				args[i] = s.expand.Replace(arg)
 			}
-			s.exec(args...)
+			s.variantExec(command.variant, args...)
 		}
 	}
 }
@@ -146,17 +154,31 @@ func (s *session) play(c course) {
 // it to the transcript.
 func (s *session) exec(args ...string) result {
 	s.t.Helper()
-	r := run(s.t, binary, nil, args...)
-	s.tr.command(args, r)
+	return s.variantExec("", args...)
+}
+
+// variantExec runs the build of testdata/variant that variant names, or
+// the custodian binary when variant is "", with args and writes the command
+// and what came of it to the transcript.
+func (s *session) variantExec(variant string, args ...string) result {
+	s.t.Helper()
+	bin := binary
+	if variant != "" {
+		bin = variantBinaries[variant]
+		require.NotEmpty(s.t, bin, "no build of variant %s", variant)
+	}
+	r := run(s.t, bin, nil, args...)
+	s.tr.command(variant, args, r)
+	command := variantProg(variant) + " " + strings.Join(args, " ")
 	for _, line := range strings.Split(r.stdout+r.stderr, "\n") {
 		if strings.HasPrefix(line, commandPrefix) || strings.HasPrefix(line, headingPrefix) {
-			s.t.Errorf("custodian %s printed %q, which a transcript would read as a command or a heading", strings.Join(args, " "), line)
+			s.t.Errorf("%s printed %q, which a transcript would read as a command or a heading", command, line)
 		}
 	}
 	if r.code >= workflow.ExitFailed && r.code <= workflow.ExitDefinition {
-		assert.Empty(s.t, r.stdout, "custodian %s failed and printed on stdout", strings.Join(args, " "))
+		assert.Empty(s.t, r.stdout, "%s failed and printed on stdout", command)
 		for _, line := range strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n") {
-			assert.True(s.t, strings.HasPrefix(line, prog+": "), "custodian %s: stderr line %q does not begin %q", strings.Join(args, " "), line, prog+": ")
+			assert.True(s.t, strings.HasPrefix(line, prog+": "), "%s: stderr line %q does not begin %q", command, line, prog+": ")
 		}
 	}
 	return r

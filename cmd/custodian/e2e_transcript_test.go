@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +16,7 @@ import (
 // describes it for readers.
 const (
 	prog          = "custodian" // every command runs it: "$ custodian step $RUN"
+	variantMark   = "@"         // or a build of testdata/variant: "$ custodian@prompt check $RUN"
 	commandPrefix = "$ "        // a command, as typed: "$ custodian step $RUN"
 	headingPrefix = "## "       // a part of the course, and who acts in it
 	commentPrefix = "# "        // what happened between commands
@@ -35,8 +38,24 @@ type course struct {
 
 // part is the commands under one heading.
 type part struct {
-	heading  string     // the heading line; "" for the part before the first
-	commands [][]string // each command's arguments, after "custodian"; none in an agent part
+	heading  string           // the heading line; "" for the part before the first
+	commands []variantCommand // none in an agent part
+}
+
+// variantCommand is a command line of a course: the binary it runs and its
+// arguments.
+type variantCommand struct {
+	variant string   // "" for the custodian binary; else the build of testdata/variant it runs
+	args    []string // after "custodian" or "custodian@VARIANT"
+}
+
+// variantProg is how a command line names the binary: custodian, or
+// custodian@VARIANT.
+func variantProg(variant string) string {
+	if variant == "" {
+		return prog
+	}
+	return prog + variantMark + variant
 }
 
 // agent says whether the scripted agent orchestrator plays this part.
@@ -46,8 +65,8 @@ func (p part) agent() bool { return strings.HasPrefix(p.heading, agentHeading) }
 // `custodian trial setup SCENARIO` names, or "" when it sets up none.
 func (c course) scenario() string {
 	for _, p := range c.parts {
-		for _, args := range p.commands {
-			if len(args) > 2 && args[0] == "trial" && args[1] == "setup" {
+		for _, cmd := range p.commands {
+			if args := cmd.args; len(args) > 2 && args[0] == "trial" && args[1] == "setup" {
 				return args[2]
 			}
 		}
@@ -78,10 +97,18 @@ func parseCourse(text string) (course, error) {
 			if err != nil {
 				return course{}, fmt.Errorf("line %d: %w", i+n+1, err)
 			}
-			if len(args) == 0 || args[0] != prog {
+			if len(args) == 0 {
 				return course{}, fmt.Errorf("line %d: %q does not run %s", i+n+1, line, prog)
 			}
-			p.commands = append(p.commands, args[1:])
+			name, variant, isVariant := strings.Cut(args[0], variantMark)
+			switch {
+			case name != prog:
+				return course{}, fmt.Errorf("line %d: %q does not run %s", i+n+1, line, prog)
+			case isVariant && !slices.Contains(variantNames, variant):
+				return course{}, fmt.Errorf("line %d: %q runs variant %q, which testdata/variant does not build; the variants are %s",
+					i+n+1, line, variant, strings.Join(variantNames, ", "))
+			}
+			p.commands = append(p.commands, variantCommand{variant: variant, args: args[1:]})
 		}
 	}
 	return c, nil
@@ -120,8 +147,13 @@ func quoteArg(arg string) string {
 	return strconv.Quote(arg)
 }
 
+// variantTimes are the times that records and status give (UTC, to the
+// second or finer); a transcript writes each as $TIME.
+var variantTimes = regexp.MustCompile(`\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z\b`)
+
 // transcript writes a course as it happens. Paths are written as $RUN and
-// $TMP, so that a transcript is the same wherever the test runs.
+// $TMP, and times as $TIME, so that a transcript is the same wherever and
+// whenever the test runs.
 type transcript struct {
 	b        strings.Builder
 	paths    *strings.Replacer // the run and the temporary directories, to $RUN and $TMP
@@ -153,11 +185,11 @@ func (tr *transcript) heading(line string) {
 	tr.b.WriteString(line + "\n")
 }
 
-// command writes a command with its exit status when not 0, its stdout and
-// its stderr.
-func (tr *transcript) command(args []string, r result) {
+// command writes a command of the binary that variant names (see
+// variantProg) with its exit status when not 0, its stdout and its stderr.
+func (tr *transcript) command(variant string, args []string, r result) {
 	tr.block()
-	words := []string{commandPrefix + prog}
+	words := []string{commandPrefix + variantProg(variant)}
 	for _, arg := range args {
 		words = append(words, quoteArg(tr.paths.Replace(arg)))
 	}
@@ -176,7 +208,7 @@ func (tr *transcript) output(text string) {
 	if text == "" {
 		return
 	}
-	tr.b.WriteString(tr.paths.Replace(text))
+	tr.b.WriteString(variantTimes.ReplaceAllString(tr.paths.Replace(text), "$$TIME"))
 	if !strings.HasSuffix(text, "\n") {
 		tr.b.WriteString("\n" + noNewlineLine + "\n")
 	}
@@ -188,7 +220,8 @@ func (tr *transcript) comment(format string, args ...any) {
 	if !tr.comments {
 		tr.block()
 	}
-	for _, line := range strings.Split(tr.paths.Replace(fmt.Sprintf(format, args...)), "\n") {
+	text := variantTimes.ReplaceAllString(tr.paths.Replace(fmt.Sprintf(format, args...)), "$$TIME")
+	for _, line := range strings.Split(text, "\n") {
 		tr.b.WriteString(commentPrefix + line + "\n")
 	}
 	tr.comments = true
@@ -212,4 +245,20 @@ func TestTranscriptCommandLinesReadBackAsWritten(t *testing.T) {
 	}
 	_, err := splitCommand(`report $RUN stop --text "unterminated`)
 	assert.Error(t, err)
+}
+
+func TestVariantCommandLinesReadBack(t *testing.T) {
+	c, err := parseCourse("# a header\n\n$ custodian@prompt check $RUN\nchanged\n\n$ custodian step $RUN\n")
+	require.NoError(t, err)
+	assert.Equal(t, []variantCommand{{variant: "prompt", args: []string{"check", "$RUN"}}, {args: []string{"step", "$RUN"}}},
+		c.parts[0].commands)
+
+	for _, bad := range []string{"$ custodian@nope step $RUN\n", "$ custodian@ step $RUN\n", "$ other@base step $RUN\n"} {
+		_, err := parseCourse(bad)
+		assert.Error(t, err, bad)
+	}
+
+	tr := newTranscript("", "/tmp/x/run", "/tmp/x")
+	tr.command("base", []string{"status", "/tmp/x/run"}, result{stdout: "last step: 2, done, at 2026-01-02T03:04:05Z\n"})
+	assert.Equal(t, "$ custodian@base status $RUN\nlast step: 2, done, at $TIME\n", tr.String())
 }

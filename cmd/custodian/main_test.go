@@ -35,10 +35,10 @@ func testMain(m *testing.M) int {
 	defer os.RemoveAll(dir)
 	binary = filepath.Join(dir, "custodian")
 	crashBinary = filepath.Join(dir, "custodian-crash")
-	for _, args := range [][]string{
+	for _, args := range append([][]string{
 		{"build", "-o", binary, "."},
 		{"build", "-tags", "crashpoints", "-o", crashBinary, "."},
-	} {
+	}, variantBuilds(dir)...) {
 		cmd := exec.Command("go", args...)
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 		if err := cmd.Run(); err != nil {

@@ -73,6 +73,9 @@ func describe(e workflow.Event) string {
 	case workflow.EventEffect:
 		return fmt.Sprintf("effect %s %s, run %d, by %s", e.Subject, e.Text, e.Attempt, e.Kind)
 	case workflow.EventRelease:
+		if e.Text != "" {
+			return "released " + e.Subject + ": " + e.Text
+		}
 		return "released " + e.Subject
 	case workflow.EventAbandon:
 		return "abandoned the run: " + e.Text

@@ -1,0 +1,202 @@
+// Command variant is an author's custodian binary, shipped in several
+// versions the way a team ships a new binary: one definition, notes, whose
+// code depends on the string variant, set when the binary is built:
+//
+//	go build -ldflags "-X main.variant=prompt" -o custodian-prompt ./cmd/custodian/testdata/variant
+//
+// The process tests of cmd/custodian (redefine_test.go) and the transcripts
+// under testdata/e2e (custodian@VARIANT) build one binary per variant and
+// step and check one run with several of them. The variants:
+//
+//	base       summary (reads notes.md, writes summary.md), then risks (reads summary.md, writes risks.md)
+//	prompt     summary's prompt reworded
+//	launch     risks launched with {"model":"large"}
+//	rename     risks renamed risk-list, without Formerly
+//	formerly   risks renamed risk-list, Formerly: risks
+//	removed    risks no longer named
+//	patched    declares the patch asks-for-owners: a run started with it asks summary for owners too
+//	unpatched  the patch removed again, with its old branch: summary always asks for owners
+//	clock      summary's prompt reads the clock: a non-deterministic definition
+//
+// Besides the command line, the binary carries two commands of its own for
+// courses that must act without a shell; the custodian binary has neither:
+//
+//	worker PROMPT...   do what a worker does with each prompt file: write a valid output where it says
+//	write FILE TEXT    write TEXT to FILE, making its directory, as a person editing a file would
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/custodian-run/custodian/cmd/custodian/shell"
+	"github.com/custodian-run/custodian/workflow"
+)
+
+// variant is the version of the notes definition this binary carries; the
+// build sets it with -ldflags "-X main.variant=NAME".
+var variant string
+
+// variants are the versions a build may name. A binary built with another
+// name (or none) refuses to run, so that a misspelt build fails at once
+// instead of passing for the base.
+var variants = []string{"base", "prompt", "launch", "rename", "formerly", "removed", "patched", "unpatched", "clock"}
+
+// The prompts and paths of the notes definition.
+const (
+	summaryPrompt  = "Summarize the notes in notes.md under a level-one heading."
+	rewordedPrompt = "Summarize the notes in notes.md under a level-one heading, one bullet per note."
+	ownersPrompt   = "Summarize the notes in notes.md under a level-one heading, and name the owner of each note."
+	risksPrompt    = "List the risks in summary.md under a level-one heading, one bullet per risk."
+
+	// ownersPatch is the patch of the patched variant: a run started
+	// with it asks summary for owners too, a run started before it does not.
+	ownersPatch = "asks-for-owners"
+)
+
+func main() {
+	if !slices.Contains(variants, variant) {
+		fmt.Fprintf(os.Stderr, "variant: built with variant %q; build with -ldflags \"-X main.variant=NAME\", NAME one of %s\n",
+			variant, strings.Join(variants, ", "))
+		os.Exit(2)
+	}
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "worker":
+			os.Exit(tool(worker, os.Args[2:]))
+		case "write":
+			os.Exit(tool(write, os.Args[2:]))
+		}
+	}
+	reg, err := workflow.NewRegistry(notes())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(shell.Main(reg, os.Args, os.Stdout, os.Stderr))
+}
+
+// notes is this variant's notes definition.
+func notes() *workflow.Definition {
+	d := &workflow.Definition{
+		Name: "notes",
+		Doc:  "summarizes notes.md, then lists the risks the summary names",
+		Run:  run,
+	}
+	if variant == "patched" {
+		d.Patches = []string{ownersPatch}
+	}
+	return d
+}
+
+func run(ctx *workflow.Context) error {
+	prompt := summaryPrompt
+	switch variant {
+	case "prompt":
+		prompt = rewordedPrompt
+	case "patched":
+		// Runs started before the patch keep the prompt they were handed.
+		if ctx.Patched(ownersPatch) {
+			prompt = ownersPrompt
+		}
+	case "unpatched":
+		// The patch and its old branch removed, as if every run without
+		// it were done.
+		prompt = ownersPrompt
+	case "clock":
+		// A definition must not read the clock: every replay gives
+		// summary another prompt.
+		prompt = fmt.Sprintf("%s Asked at %d.", summaryPrompt, time.Now().UnixNano())
+	}
+	ctx.Agent(workflow.Job{Name: "summary", Prompt: prompt, Output: "summary.md",
+		Inputs: []string{"notes.md"}, Validate: hasHeading}).Wait()
+
+	risks := workflow.Job{Name: "risks", Prompt: risksPrompt, Output: "risks.md",
+		Inputs: []string{"summary.md"}, Validate: hasHeading}
+	switch variant {
+	case "launch":
+		risks.Launch = map[string]any{"model": "large"}
+	case "rename":
+		risks.Name = "risk-list"
+	case "formerly":
+		risks.Name, risks.Formerly = "risk-list", []string{"risks"}
+	case "removed":
+		return nil
+	}
+	ctx.Agent(risks).Wait()
+	return nil
+}
+
+// hasHeading accepts an output whose first line is a level-one heading.
+func hasHeading(output string) error {
+	f, err := os.Open(output)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	first, err := bufio.NewReader(f).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	if !strings.HasPrefix(first, "# ") {
+		return workflow.Refuse("begin with a level-one heading: a first line that starts with \"# \"")
+	}
+	return nil
+}
+
+// tool runs one of the binary's own commands and returns its exit status:
+// 2 for malformed arguments, 1 when it failed.
+func tool(fn func(args []string) (int, error), args []string) int {
+	code, err := fn(args)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "variant: %v\n", err)
+	}
+	return code
+}
+
+// worker reads each prompt file as a worker does and writes a valid output
+// at the path the prompt names: a heading that names the job's output, and
+// two points.
+func worker(args []string) (int, error) {
+	if len(args) == 0 {
+		return 2, errors.New("usage: worker PROMPT [PROMPT]...: give one prompt file or more")
+	}
+	for _, path := range args {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return 1, err
+		}
+		p, err := workflow.ParsePrompt(data)
+		if err != nil {
+			return 1, fmt.Errorf("%s: %w", path, err)
+		}
+		title := strings.TrimSuffix(filepath.Base(p.Output), filepath.Ext(p.Output))
+		text := fmt.Sprintf("# %s\n\n- a point\n- another point\n", title)
+		if err := os.WriteFile(p.Output, []byte(text), 0o644); err != nil {
+			return 1, err
+		}
+		fmt.Printf("wrote %s\n", p.Output)
+	}
+	return 0, nil
+}
+
+// write writes TEXT to FILE, making FILE's directory when needed.
+func write(args []string) (int, error) {
+	if len(args) != 2 {
+		return 2, errors.New("usage: write FILE TEXT")
+	}
+	if err := os.MkdirAll(filepath.Dir(args[0]), 0o755); err != nil {
+		return 1, err
+	}
+	if err := os.WriteFile(args[0], []byte(args[1]), 0o644); err != nil {
+		return 1, err
+	}
+	return 0, nil
+}
