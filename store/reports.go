@@ -24,10 +24,11 @@ type Report struct {
 }
 
 // Reports reads the committed reports, oldest first: as many as the state
-// counts. One line past them belongs to a report that ended before its
-// commit: it must be whole, and is not returned. Fewer lines than the state
-// counts, more than one past them, or a line that cannot be fully
-// understood, make the file untrusted.
+// counts. A line past them belongs to a report that ended before its
+// commit, or, for a reader without the lock, to one that committed since
+// the state was read: it must be whole, and is not returned. Fewer lines
+// than the state counts, or a line that cannot be fully understood, make
+// the file untrusted.
 func (r *Run) Reports(committed int) ([]Report, error) {
 	reports, _, err := r.readReports(committed)
 	return reports, err
@@ -47,11 +48,8 @@ func (r *Run) readReports(committed int) ([]Report, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	switch {
-	case len(reports) < committed:
+	if len(reports) < committed {
 		return nil, nil, untrusted(r.abs(rel), "it holds %d reports; the state counts %d", len(reports), committed)
-	case len(reports) > committed+1:
-		return nil, nil, untrusted(r.abs(rel), "it holds %d reports; the state counts %d, and only one report can be left uncommitted", len(reports), committed)
 	}
 	for i, rep := range reports {
 		switch {

@@ -82,18 +82,15 @@ func Hint(err error) string {
 	var (
 		refusal *RefusedError
 		usage   *UsageError
-		param   *ParamError
-		ended   *AbandonedError
+		hinted  interface{ Hint() string }
 	)
 	switch {
 	case errors.As(err, &refusal) && refusal.Hint != "":
 		return refusal.Hint
 	case errors.As(err, &usage) && usage.Hint != "":
 		return usage.Hint
-	case errors.As(err, &param):
-		return param.Hint()
-	case errors.As(err, &ended):
-		return ended.Hint()
+	case errors.As(err, &hinted):
+		return hinted.Hint()
 	}
 	for _, c := range errorClasses {
 		if errors.Is(err, c.err) {

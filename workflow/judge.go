@@ -140,12 +140,16 @@ func (r *replay) problemReport(n *named) (blocked bool, err error) {
 // block.
 func (r *replay) judgeAttempt(n *named, out store.Content) error {
 	js := n.js
+	changed, err := r.promptChanged(n)
+	if err != nil {
+		return fmt.Errorf("job %s: %w", n.spec.job.Name, err)
+	}
 	kind, reason, messages := BlockKind(""), "", []string(nil)
 	switch {
 	case out.Kind == store.Missing:
 		kind, reason = BlockNoOutput, "no output"
 		messages = []string{"no output was written to " + n.spec.output}
-	case r.promptChanged(n):
+	case changed:
 		kind, reason = BlockPromptChanged, "the prompt file was changed after it was handed out"
 		messages = []string{"the prompt file was changed after it was handed out; follow the new prompt file, not the old one"}
 	case out.Kind != store.Regular:
@@ -199,9 +203,12 @@ func (r *replay) judgeAttempt(n *named, out store.Content) error {
 // promptChanged says whether the prompt file of the job's outstanding
 // hand-out holds other bytes than the hand-out wrote: an output made from
 // an edited prompt answers a task nobody gave.
-func (r *replay) promptChanged(n *named) bool {
+func (r *replay) promptChanged(n *named) (bool, error) {
 	c, err := r.files.Hash(store.PromptPath(n.spec.job.Name, n.js.Handouts), -1)
-	return err != nil || c.SHA256 != n.js.Outstanding.Prompt
+	if err != nil {
+		return false, err
+	}
+	return c.SHA256 != n.js.Outstanding.Prompt, nil
 }
 
 func (r *replay) maxOutput(s *spec) int64 {

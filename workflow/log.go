@@ -23,6 +23,7 @@ const (
 	EventReopen  = store.EventReopen  // an accepted job was handed out again
 	EventCarry   = store.EventCarry   // an accepted job carried over to a new name
 	EventAbandon = store.EventAbandon // the operator ended the run for good
+	EventLaunch  = store.EventLaunch  // drive launched a worker, and how it ended
 	EventKeep    = store.EventKeep    // a file was moved aside
 	EventBlock   = store.EventBlock   // a step gave a block
 	EventEffect  = store.EventEffect  // an effect's journal changed

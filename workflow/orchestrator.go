@@ -116,6 +116,7 @@ type loaded struct {
 	state   *store.State
 	effects map[string]*store.Effect
 	reports []store.Report
+	round   *store.Round // the round a drive has in flight, or nil
 }
 
 // locked takes the run's lock, reads every record and calls fn with them.
@@ -178,6 +179,9 @@ func (o *Orchestrator) read() (*loaded, error) {
 		return nil, err
 	}
 	if err := o.run.CheckHistory(st.Seq); err != nil {
+		return nil, err
+	}
+	if rec.round, err = o.run.LoadRound(); err != nil {
 		return nil, err
 	}
 	return rec, nil

@@ -25,6 +25,13 @@ type Report = store.Report
 // acceptance; it appears in the block records of its job, or of every
 // subject when it names none.
 func (o *Orchestrator) Report(event, job, text string) (Report, error) {
+	if event == ReportUsageLimited {
+		if job == "" {
+			return Report{}, refused("name the job whose launch hit the limit with --job", "a usage-limited report names its job")
+		}
+		rep, _, err := o.ReportUsageLimited(job, text)
+		return rep, err
+	}
 	if !slices.Contains(ReportEvents, event) {
 		return Report{}, refused("report one of: launch-failed, repair, stop",
 			"event %q is not reported; the events are launch-failed, repair, stop", event)

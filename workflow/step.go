@@ -20,6 +20,11 @@ import (
 func (o *Orchestrator) Step() (Outcome, error) {
 	var out Outcome
 	err := o.locked(func(rec *loaded) error {
+		// A worker a drive launched that still runs may yet write its
+		// output: judging its round now would count it failed.
+		if err := o.clearRound(rec); err != nil {
+			return err
+		}
 		if len(rec.state.Moves) > 0 {
 			// The last step committed and ended before its moves were done,
 			// so nobody saw its outcome: finish the moves and give that

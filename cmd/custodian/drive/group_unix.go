@@ -28,14 +28,6 @@ func signalGroup(pgid int, sig syscall.Signal) error {
 	return nil
 }
 
-// groupProbe says whether any process of the group pgid exists, a zombie
-// included: the system answers for every process, and one this user may
-// not signal exists too.
-func groupProbe(pgid int) bool {
-	err := unix.Kill(-pgid, 0)
-	return err == nil || errors.Is(err, unix.EPERM)
-}
-
 // exitSignal returns the name of the signal that ended a process, or "".
 func exitSignal(ps *os.ProcessState) string {
 	if ps == nil {

@@ -16,6 +16,7 @@
 package shell
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -49,6 +50,7 @@ func New(reg *workflow.Registry, stdout, stderr io.Writer) *cli.App {
 			resolveCommand(reg),
 			abandonCommand(reg),
 			checkCommand(reg),
+			driveCommand(reg),
 			statusCommand(reg),
 			logCommand(reg),
 			trialCommand(reg),
@@ -100,6 +102,10 @@ func Main(reg *workflow.Registry, args []string, stdout, stderr io.Writer) (code
 	err := New(reg, stdout, stderr).Run(args)
 	if err == nil {
 		return workflow.ExitOK
+	}
+	var status exitStatus
+	if errors.As(err, &status) {
+		return int(status)
 	}
 	fmt.Fprintf(stderr, "%s: %s\n", name, err)
 	if h := workflow.Hint(err); h != "" {

@@ -1,0 +1,442 @@
+package drive
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/custodian-run/custodian/workflow"
+)
+
+// The exit statuses of drive beyond the table every command shares
+// (workflow.ExitStatuses): how the loop ended.
+const (
+	// ExitDone: the run is done.
+	ExitDone = 0
+	// ExitBlocked: a step blocked; drive reported the stop and never repairs.
+	ExitBlocked = 10
+	// ExitUncertain: an effect's fate is uncertain, or a step ended inside
+	// an effect; drive reported the stop.
+	ExitUncertain = 11
+	// ExitInterrupted: a signal stopped the drive; every worker it started
+	// has ended and is recorded, and the run is resumable.
+	ExitInterrupted = 12
+)
+
+// Config says how a drive runs.
+type Config struct {
+	// Binary is the custodian binary that takes each step, in a process of
+	// its own, as an agent orchestrator would: a step that ends inside an
+	// effect ends that process, not the drive.
+	Binary      string
+	Profile     *Profile
+	MaxParallel int           // workers at once; zero: every job of the round
+	Timeout     time.Duration // a worker's wall clock; zero for none
+	Idle        time.Duration // a worker's silence on stdout and stderr; zero for none
+	Grace       time.Duration // between SIGTERM and SIGKILL when a worker is ended
+	MaxWait     time.Duration // the longest wait for a usage limit to lift
+	// Reclaim ends the workers of a round an earlier drive left running,
+	// and records them as killed, instead of refusing the run.
+	Reclaim bool
+	// JSON prints one JSON object per event on Stdout, and the last step's
+	// outcome in step --json's shape last.
+	JSON   bool
+	Stdout io.Writer
+	// Stderr gets what a step printed on stderr when it ended inside an
+	// effect.
+	Stderr io.Writer
+	// Progress shows what happens; nil shows nothing.
+	Progress Sink
+	// Interrupts are the signals that stop the drive: the first ends the
+	// workers with their grace, the second at once.
+	Interrupts <-chan os.Signal
+}
+
+// Drive carries the agent orchestrator's loop (docs/loop.md) in code, on
+// the run o: it steps; on launch, it launches one worker per hand-out,
+// applying every launch parameter or reporting the launch failed, waits
+// until every worker of the round has ended, and steps again; on blocked
+// or uncertain it reports the stop and ends; on done it ends. It never
+// repairs. The last step's output is printed on Stdout exactly as step
+// printed it. It returns the exit status of the drive, or an error that
+// maps to one with workflow.ExitCode.
+func Drive(o *workflow.Orchestrator, opts Config) (int, error) {
+	d := &driver{o: o, opts: opts, sink: opts.Progress}
+	if d.sink == nil {
+		d.sink = NewPlain(io.Discard)
+	}
+	if d.opts.Interrupts == nil {
+		d.opts.Interrupts = make(chan os.Signal)
+	}
+	self, _ := workflow.ProcessStart(os.Getpid())
+	d.self = workflow.Process{Pid: os.Getpid(), Start: self}
+	if err := d.reclaim(); err != nil {
+		return 0, err
+	}
+	for round := 1; ; round++ {
+		out, printed, status, err := d.step()
+		if err != nil || status != ExitDone {
+			return status, err
+		}
+		d.last = printed
+		d.sink.Emit(Event{Kind: EventStep, Round: round, Outcome: string(out.Kind)})
+		switch out.Kind {
+		case workflow.KindDone:
+			return d.finish(ExitDone)
+		case workflow.KindBlocked:
+			if err := d.stop(blockedReason(out)); err != nil {
+				return 0, err
+			}
+			return d.finish(ExitBlocked)
+		case workflow.KindUncertain:
+			if err := d.stop(uncertainReason(out)); err != nil {
+				return 0, err
+			}
+			return d.finish(ExitUncertain)
+		}
+		interrupted, err := d.round(round, out.Jobs)
+		if err != nil {
+			return 0, err
+		}
+		if interrupted {
+			return d.finish(ExitInterrupted)
+		}
+	}
+}
+
+// driver is one drive's state.
+type driver struct {
+	o           *workflow.Orchestrator
+	opts        Config
+	sink        Sink
+	self        workflow.Process
+	last        []byte // what the last step printed
+	interrupted int    // interrupts received
+}
+
+// finish prints the last step's output and ends the drive with status.
+func (d *driver) finish(status int) (int, error) {
+	if err := d.sink.Close(); err != nil {
+		return 0, err
+	}
+	if _, err := d.opts.Stdout.Write(d.last); err != nil {
+		return 0, err
+	}
+	return status, nil
+}
+
+// step takes a step in a process of its own and returns its outcome and
+// what to print of it. A step that fails with a status of the table is
+// passed through as that status's error; one that ends with another
+// status ended inside an effect: drive reports the stop and ends uncertain.
+func (d *driver) step() (out workflow.Outcome, printed []byte, status int, err error) {
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(d.opts.Binary, "step", d.o.Dir(), "--json")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// In a group of its own: a Ctrl-C meant for drive must not cut a step
+	// short; drive waits for it and then ends.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	runErr := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(runErr, &exit):
+		code := exit.ExitCode()
+		if workflow.Named(code) {
+			return out, nil, 0, &StepError{Status: code, Stderr: stderr.String()}
+		}
+		// Any other status comes from a process that ended inside an
+		// effect: its fate is for the operator to establish.
+		d.last = stdout.Bytes()
+		why := fmt.Sprintf("step ended with exit status %d, inside an effect: %s", code, strings.TrimSpace(stderr.String()))
+		if err := d.stop(why); err != nil {
+			return out, nil, 0, err
+		}
+		if d.opts.Stderr != nil {
+			fmt.Fprintf(d.opts.Stderr, "%scustodian: step ended with exit status %d, inside an effect; drive reported the stop: the operator establishes what took place\n", stderr.Bytes(), code)
+		}
+		status, err := d.finish(ExitUncertain)
+		return out, nil, status, err
+	case runErr != nil:
+		return out, nil, 0, fmt.Errorf("run a step of %s: %w", d.o.Dir(), runErr)
+	}
+	if err := out.UnmarshalJSON(bytes.TrimSpace(stdout.Bytes())); err != nil {
+		return out, nil, 0, fmt.Errorf("read what step printed: %w", err)
+	}
+	if d.opts.JSON {
+		return out, stdout.Bytes(), ExitDone, nil
+	}
+	var text bytes.Buffer
+	if err := out.WriteText(&text); err != nil {
+		return out, nil, 0, err
+	}
+	return out, text.Bytes(), ExitDone, nil
+}
+
+// StepError is a step that failed with one of the statuses every command
+// shares: drive passes it through, with what the step said.
+type StepError struct {
+	Status int
+	Stderr string // what the step printed on stderr
+}
+
+// Error returns what the step said went wrong.
+func (e *StepError) Error() string {
+	for _, line := range strings.Split(e.Stderr, "\n") {
+		if msg, ok := strings.CutPrefix(line, "custodian: "); ok && !strings.HasPrefix(msg, "hint: ") {
+			return msg
+		}
+	}
+	return fmt.Sprintf("step ended with exit status %d", e.Status)
+}
+
+// Hint returns the step's hint.
+func (e *StepError) Hint() string {
+	for _, line := range strings.Split(e.Stderr, "\n") {
+		if hint, ok := strings.CutPrefix(line, "custodian: hint: "); ok {
+			return hint
+		}
+	}
+	return ""
+}
+
+// Unwrap returns the error class of the step's status, so that the drive
+// exits with it.
+func (e *StepError) Unwrap() error {
+	switch e.Status {
+	case workflow.ExitUsage:
+		return workflow.ErrUsage
+	case workflow.ExitBusy:
+		return workflow.ErrBusy
+	case workflow.ExitUntrusted:
+		return workflow.ErrUntrusted
+	case workflow.ExitDefinition:
+		return workflow.ErrDefinition
+	}
+	return nil
+}
+
+// stop reports that drive stops, as an agent orchestrator would.
+func (d *driver) stop(why string) error {
+	_, err := d.o.Report(workflow.ReportStop, "", why)
+	return err
+}
+
+func blockedReason(out workflow.Outcome) string {
+	parts := make([]string, len(out.Blocks))
+	for i, b := range out.Blocks {
+		parts[i] = fmt.Sprintf("%s: %s (%s)", b.Subject, b.Reason, b.Kind)
+	}
+	return "blocked; drive never repairs: " + strings.Join(parts, "; ")
+}
+
+func uncertainReason(out workflow.Outcome) string {
+	names := make([]string, len(out.Effects))
+	for i, e := range out.Effects {
+		names[i] = workflow.EffectSubject(e.Name).String()
+	}
+	return "uncertain: the fate of " + strings.Join(names, ", ") + " is for the operator to establish"
+}
+
+// reclaim deals with a round an earlier drive left: its workers that still
+// run are refused, or, with Reclaim, ended and recorded as killed.
+func (d *driver) reclaim() error {
+	rd, err := d.o.RoundInFlight()
+	if err != nil || rd == nil || len(rd.Workers) == 0 {
+		return err
+	}
+	if !d.opts.Reclaim {
+		return d.o.EndRound() // refuses while they run; clears a round of ended ones
+	}
+	host, _ := os.Hostname()
+	if rd.Host != host {
+		return d.o.EndRound() // nothing here can end them: refused
+	}
+	for _, w := range rd.Workers {
+		if err := EndGroup(w.Process.Pid, w.Process.Start, d.opts.Grace); err != nil {
+			return err
+		}
+		l := &workflow.Launch{Job: w.Job, Attempt: w.Attempt, Launch: w.Launch, Worker: d.opts.Profile.Name(), Host: rd.Host,
+			Process: w.Process, EndedAt: time.Now().UTC().Format(time.RFC3339Nano), Outcome: string(Killed), ExitStatus: -1,
+			Message: fmt.Sprintf("ended by drive --reclaim (pid %d): the drive that started it had ended", d.self.Pid)}
+		if _, err := d.o.RecordLaunch(l, nil, nil); err != nil {
+			return err
+		}
+	}
+	return d.o.EndRound()
+}
+
+// launched is a worker of the round, or a launch that failed.
+type launched struct {
+	h       workflow.Handout
+	n       int // the job's launch number
+	cmd     *Command
+	w       *Worker
+	started time.Time
+}
+
+// round launches the hand-outs of a step, at most MaxParallel at once,
+// waits until each has ended (relaunching those a usage limit stopped),
+// and records every launch. It says whether an interrupt stopped it.
+func (d *driver) round(round int, jobs []workflow.Handout) (interrupted bool, err error) {
+	if err := d.o.BeginRound(d.self); err != nil {
+		return false, err
+	}
+	names := make([]string, len(jobs))
+	for i, h := range jobs {
+		names[i] = h.Name
+	}
+	d.sink.Emit(Event{Kind: EventRound, Round: round, Jobs: names})
+	queue := slices.Clone(jobs)
+	running := map[string]*launched{}
+	ended := make(chan *launched)
+	var pause <-chan time.Time
+	for len(queue) > 0 || len(running) > 0 {
+		for len(queue) > 0 && pause == nil && d.interrupted == 0 && (d.opts.MaxParallel <= 0 || len(running) < d.opts.MaxParallel) {
+			h := queue[0]
+			queue = queue[1:]
+			l, err := d.launch(h)
+			if err != nil {
+				return false, err
+			}
+			if l == nil {
+				continue // failed to launch, reported and recorded
+			}
+			running[h.Name] = l
+			go func() { l.w.Wait(); ended <- l }()
+		}
+		if len(running) == 0 && (pause == nil || d.interrupted > 0) {
+			break
+		}
+		select {
+		case l := <-ended:
+			delete(running, l.h.Name)
+			again, until, err := d.ended(l)
+			if err != nil {
+				return false, err
+			}
+			if again && d.interrupted == 0 {
+				queue = append([]workflow.Handout{l.h}, queue...)
+				if pause == nil {
+					d.sink.Emit(Event{Kind: EventPaused, Job: l.h.Name, Until: until, Text: "the account hit a usage limit"})
+					pause = time.After(time.Until(until))
+				}
+			}
+		case <-pause:
+			pause = nil
+			d.sink.Emit(Event{Kind: EventResumed})
+		case <-d.opts.Interrupts:
+			d.interrupted++
+			if d.interrupted == 1 {
+				d.sink.Emit(Event{Kind: EventInterrupted, Text: "ending every worker, then stopping"})
+			}
+			for _, l := range running {
+				l.w.Kill()
+			}
+		}
+	}
+	if err := d.o.EndRound(); err != nil {
+		return false, err
+	}
+	return d.interrupted > 0, nil
+}
+
+// launch starts a worker for a hand-out and leases it, or records and
+// reports a launch that failed (nil, nil).
+func (d *driver) launch(h workflow.Handout) (*launched, error) {
+	n, err := d.o.NextLaunch(h.Name)
+	if err != nil {
+		return nil, err
+	}
+	l := &launched{h: h, n: n, started: time.Now()}
+	cmd, err := d.opts.Profile.Command(h, d.o.Dir())
+	if err == nil {
+		l.cmd = cmd
+		l.w, err = Start(cmd, Options{Timeout: d.opts.Timeout, Idle: d.opts.Idle, Grace: d.opts.Grace,
+			OnLine: func(text string) { d.sink.Emit(Event{Kind: EventOutput, Job: h.Name, Text: text}) }})
+	}
+	var launchErr *LaunchError
+	var startErr *StartError
+	switch {
+	case errors.As(err, &launchErr), errors.As(err, &startErr):
+		return nil, d.failed(l, err)
+	case err != nil:
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	lease := workflow.Lease{Job: h.Name, Attempt: h.Attempt, Launch: n, Process: workflow.Process{Pid: l.w.Pid(), Start: l.w.ProcessStart()}}
+	if err := d.o.Lease(lease); err != nil {
+		// The worker runs, unrecorded: end it rather than leave it unseen.
+		l.w.Kill()
+		l.w.Wait()
+		return nil, fmt.Errorf("lease worker %s on %s: %w", h.Name, host, err)
+	}
+	d.sink.Emit(Event{Kind: EventLaunched, Job: h.Name, Attempt: h.Attempt, Pid: l.w.Pid()})
+	return l, nil
+}
+
+// failed records and reports a launch that could not be made.
+func (d *driver) failed(l *launched, cause error) error {
+	host, _ := os.Hostname()
+	rec := &workflow.Launch{Job: l.h.Name, Attempt: l.h.Attempt, Launch: l.n, Worker: d.opts.Profile.Name(), Host: host,
+		StartedAt: l.started.UTC().Format(time.RFC3339Nano), EndedAt: time.Now().UTC().Format(time.RFC3339Nano),
+		Outcome: string(FailedToStart), ExitStatus: -1, Message: cause.Error()}
+	if l.cmd != nil {
+		rec.Command, rec.Env = l.cmd.Args, l.cmd.EnvNames()
+	}
+	if _, err := d.o.RecordLaunch(rec, nil, nil); err != nil {
+		return err
+	}
+	d.sink.Emit(Event{Kind: EventLaunchFailed, Job: l.h.Name, Text: cause.Error()})
+	_, err := d.o.Report(workflow.ReportLaunchFailed, l.h.Name, cause.Error())
+	return err
+}
+
+// ended records how a worker ended. again says the job is launched again
+// with the same hand-out once the usage limit it hit lifts at until.
+func (d *driver) ended(l *launched) (again bool, until time.Time, err error) {
+	r := l.w.Wait()
+	host, _ := os.Hostname()
+	rec := &workflow.Launch{Job: l.h.Name, Attempt: l.h.Attempt, Launch: l.n, Worker: d.opts.Profile.Name(),
+		Command: l.cmd.Args, Env: l.cmd.EnvNames(), Host: host,
+		Process:   workflow.Process{Pid: l.w.Pid(), Start: l.w.ProcessStart()},
+		StartedAt: r.Started.UTC().Format(time.RFC3339Nano), EndedAt: r.Ended.UTC().Format(time.RFC3339Nano),
+		Outcome: string(r.Outcome), ExitStatus: r.ExitCode, Signal: r.Signal, Session: r.SessionID, Message: r.Message,
+		Stdout: workflow.OutputRecord{Bytes: r.Stdout.Total, Kept: len(r.Stdout.Data)},
+		Stderr: workflow.OutputRecord{Bytes: r.Stderr.Total, Kept: len(r.Stderr.Data)}}
+	if lim := r.Limit; lim != nil {
+		rec.UsageLimit = &workflow.UsageLimit{Known: lim.Known, Message: lim.Message}
+		if lim.Known {
+			rec.UsageLimit.Resets = lim.Resets.UTC().Format(time.RFC3339)
+		}
+	}
+	dir, err := d.o.RecordLaunch(rec, r.Stdout.Data, r.Stderr.Data)
+	if err != nil {
+		return false, time.Time{}, err
+	}
+	d.sink.Emit(Event{Kind: EventEnded, Job: l.h.Name, Outcome: string(r.Outcome), Status: r.Status(),
+		Duration: r.Ended.Sub(r.Started), Text: dir})
+	if r.Outcome != UsageLimited {
+		return false, time.Time{}, nil
+	}
+	msg := "the account hit a usage limit"
+	if r.Limit != nil && r.Limit.Message != "" {
+		msg = r.Limit.Message
+	}
+	_, free, err := d.o.ReportUsageLimited(l.h.Name, msg)
+	if err != nil || !free {
+		return false, time.Time{}, err
+	}
+	now := time.Now()
+	until = r.Limit.Until(now)
+	if d.opts.MaxWait > 0 && until.After(now.Add(d.opts.MaxWait)) {
+		until = now.Add(d.opts.MaxWait)
+	}
+	return true, until, nil
+}

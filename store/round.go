@@ -1,0 +1,194 @@
+package store
+
+import (
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+)
+
+// RoundFormat is the format of round.json this version reads and writes.
+const RoundFormat = 1
+
+// Round is round.json: the round of workers that custodian drive has in
+// flight. Drive records each worker as soon as it starts, so that no
+// worker is ever left running unseen: a step that finds a recorded worker
+// still alive refuses, and a drive after a crash can end it (--reclaim).
+type Round struct {
+	Format int    `json:"format"`
+	Run    string `json:"run"`
+	// Step is the step whose hand-outs the round launches.
+	Step int `json:"step"`
+	// Host is the machine the workers run on: only there can they be seen.
+	Host    string  `json:"host"`
+	Driver  Process `json:"driver"`
+	Workers []Lease `json:"workers"`
+}
+
+// Process names one process: its pid, and its start time, which tells it
+// from a later process given the same pid.
+type Process struct {
+	Pid   int    `json:"pid"`
+	Start string `json:"start"`
+}
+
+// Lease is one worker of a round.
+type Lease struct {
+	Job     string  `json:"job"`
+	Attempt int     `json:"attempt"` // the hand-out it works on
+	Launch  int     `json:"launch"`  // its launch of the job: jobs/<job>/launch-<n>/
+	Process Process `json:"process"`
+}
+
+// LoadRound reads round.json, or returns nil when there is none.
+func (r *Run) LoadRound() (*Round, error) {
+	rel := statePath("round.json")
+	var rd Round
+	found, err := r.readRecord(rel, &rd, RoundFormat, func() int { return rd.Format })
+	if err != nil || !found {
+		return nil, err
+	}
+	if err := rd.check(r.Record.ID); err != nil {
+		return nil, &RecordError{Path: r.abs(rel), Err: err}
+	}
+	return &rd, nil
+}
+
+func (rd *Round) check(run string) error {
+	switch {
+	case rd.Run != run:
+		return fmt.Errorf("it belongs to run %s, not to this run (%s)", rd.Run, run)
+	case rd.Step < 0 || rd.Driver.Pid < 0:
+		return fmt.Errorf("a number is negative")
+	case strings.ContainsFunc(rd.Host, isControl):
+		return fmt.Errorf("host %q holds a control character", rd.Host)
+	}
+	for i, l := range rd.Workers {
+		if !ValidName(l.Job) || l.Attempt < 1 || l.Launch < 1 || l.Process.Pid < 1 {
+			return fmt.Errorf("workers[%d] is not a worker: job %q, attempt %d, launch %d, pid %d", i, l.Job, l.Attempt, l.Launch, l.Process.Pid)
+		}
+	}
+	return nil
+}
+
+// SaveRound replaces round.json. label names the write point.
+func (r *Run) SaveRound(label string, rd *Round) error {
+	rd.Format, rd.Run = RoundFormat, r.Record.ID
+	if rd.Workers == nil {
+		rd.Workers = []Lease{}
+	}
+	return r.writeRecord(label, statePath("round.json"), rd)
+}
+
+// LaunchFormat is the format of a launch.json this version writes.
+const LaunchFormat = 1
+
+// Launch is jobs/<job>/launch-<n>/launch.json: the evidence of one launch
+// of a worker by custodian drive, beside the worker's stdout and stderr.
+// The worker's exit status and final message are evidence only: the step
+// judges the job by its output.
+type Launch struct {
+	Format  int      `json:"format"`
+	Run     string   `json:"run"`
+	Job     string   `json:"job"`
+	Attempt int      `json:"attempt"` // the hand-out the worker worked on
+	Launch  int      `json:"launch"`  // n: the job's n-th launch
+	Worker  string   `json:"worker"`  // the profile: claude, codex or exec
+	Command []string `json:"command"` // the command line, as run
+	// Env names every environment variable passed to the worker; their
+	// values are not kept.
+	Env       []string `json:"env"`
+	Host      string   `json:"host"`
+	Process   Process  `json:"process"`
+	StartedAt string   `json:"started_at"`
+	EndedAt   string   `json:"ended_at"`
+	// Outcome is how the launch ended: finished, failed-to-start,
+	// timed-out, idle, usage-limited or killed.
+	Outcome    string       `json:"outcome"`
+	ExitStatus int          `json:"exit_status"` // -1 when a signal ended it or it never ran
+	Signal     string       `json:"signal"`      // the signal that ended it, if any
+	Session    string       `json:"session"`     // the worker's session or thread id, when it named one
+	Message    string       `json:"message"`     // the worker's final message, or why it did not start
+	UsageLimit *UsageLimit  `json:"usage_limit"` // when the account hit a usage limit
+	Stdout     OutputRecord `json:"stdout"`
+	Stderr     OutputRecord `json:"stderr"`
+}
+
+// UsageLimit is an account's usage limit a worker hit.
+type UsageLimit struct {
+	Known   bool   `json:"known"`   // whether the reset time was read
+	Resets  string `json:"resets"`  // when it resets, RFC 3339; empty when unknown
+	Message string `json:"message"` // what the worker said
+}
+
+// OutputRecord says what of a worker's output stream the evidence keeps.
+type OutputRecord struct {
+	Bytes int64 `json:"bytes"` // how many the worker wrote
+	Kept  int   `json:"kept"`  // how many are kept: the last ones
+}
+
+// LaunchDir is where the evidence of a job's n-th launch is kept.
+func LaunchDir(job string, n int) string {
+	return path.Join(StateDir, "jobs", job, "launch-"+strconv.Itoa(n))
+}
+
+// NextLaunch returns the number of a job's next launch: one past the
+// launches whose evidence is kept.
+func (r *Run) NextLaunch(job string) (int, error) {
+	if !ValidName(job) {
+		return 0, fmt.Errorf("launch of %q: not a job's name", job)
+	}
+	dir := statePath("jobs", job)
+	names, err := r.tree.names(dir)
+	if err != nil {
+		return 0, r.readError(dir, err)
+	}
+	next := 1
+	for _, name := range names {
+		if n, err := strconv.Atoi(strings.TrimPrefix(name, "launch-")); err == nil && strings.HasPrefix(name, "launch-") && n >= next {
+			next = n + 1
+		}
+	}
+	return next, nil
+}
+
+// SaveLaunch keeps the evidence of a launch: the worker's stdout and
+// stderr as kept, then launch.json, which names them. It returns the
+// evidence's directory, run-relative.
+func (r *Run) SaveLaunch(l *Launch, stdout, stderr []byte) (string, error) {
+	if !ValidName(l.Job) || l.Launch < 1 {
+		return "", fmt.Errorf("keep launch %d of %q: not a launch", l.Launch, l.Job)
+	}
+	l.Format, l.Run = LaunchFormat, r.Record.ID
+	if l.Command == nil {
+		l.Command = []string{}
+	}
+	if l.Env == nil {
+		l.Env = []string{}
+	}
+	dir := LaunchDir(l.Job, l.Launch)
+	if err := r.WriteText("launch-output", path.Join(dir, "stdout"), stdout); err != nil {
+		return "", err
+	}
+	if err := r.WriteText("launch-output", path.Join(dir, "stderr"), stderr); err != nil {
+		return "", err
+	}
+	if err := r.SyncTexts(); err != nil {
+		return "", err
+	}
+	return dir, r.writeRecord("launch", path.Join(dir, "launch.json"), l)
+}
+
+// LoadLaunch reads the evidence record of a launch.
+func (r *Run) LoadLaunch(job string, n int) (*Launch, error) {
+	rel := path.Join(LaunchDir(job, n), "launch.json")
+	var l Launch
+	found, err := r.readRecord(rel, &l, LaunchFormat, func() int { return l.Format })
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, untrusted(r.abs(rel), "it is missing")
+	}
+	return &l, nil
+}

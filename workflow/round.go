@@ -1,0 +1,228 @@
+package workflow
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/custodian-run/custodian/store"
+)
+
+// custodian drive carries the agent orchestrator's loop in code: it steps,
+// launches a worker process per hand-out, waits for the round, and steps
+// again. The engine keeps its round in flight (round.json) and the
+// evidence of every launch, so that no worker is ever left running unseen
+// and every attempt leaves evidence.
+
+// The round's records, as the driver hands them to the engine.
+type (
+	// Round is the round of workers a drive has in flight.
+	Round = store.Round
+	// Lease is one worker of a round.
+	Lease = store.Lease
+	// Process names a process by its pid and start time.
+	Process = store.Process
+	// Launch is the evidence of one launch of a worker.
+	Launch = store.Launch
+	// UsageLimit is an account's usage limit a worker hit.
+	UsageLimit = store.UsageLimit
+	// OutputRecord says what of a worker's output stream is kept.
+	OutputRecord = store.OutputRecord
+)
+
+// ReportUsageLimited is the report of a launch that ended at the account's
+// usage limit: the job is not at fault, and the launch is not charged as
+// an attempt, up to MaxUsageLimited times per job.
+const ReportUsageLimited = "usage-limited"
+
+// MaxUsageLimited is how many launches of one job may end at a usage limit
+// in a run without being charged; past it, such a launch is a failed
+// attempt like any other.
+const MaxUsageLimited = 5
+
+// WorkersAliveError is a command refused because a recorded round has
+// workers that still run, or that cannot be seen from this host.
+type WorkersAliveError struct {
+	Run       string
+	Host      string  // the host the workers run on
+	Workers   []Lease // the workers alive, or not to be seen from here
+	Elsewhere bool    // the round runs on another host
+}
+
+func (e *WorkersAliveError) Error() string {
+	names := make([]string, len(e.Workers))
+	for i, w := range e.Workers {
+		names[i] = fmt.Sprintf("%s (pid %d)", w.Job, w.Process.Pid)
+	}
+	where := "still run"
+	if e.Elsewhere {
+		where = "run on host " + e.Host + ", where this custodian cannot see whether they still run"
+	}
+	return fmt.Sprintf("run %s: workers a drive launched %s: %s", e.Run, where, strings.Join(names, ", "))
+}
+
+// Unwrap returns ErrBusy: another process is at work on the run.
+func (e *WorkersAliveError) Unwrap() error { return ErrBusy }
+
+// Hint says how to go on.
+func (e *WorkersAliveError) Hint() string {
+	if e.Elsewhere {
+		return "drive the run on host " + e.Host + ", or make sure its workers have ended there; do not step it here meanwhile"
+	}
+	return "wait for them to end, or end them and record them with custodian drive RUN --reclaim; do not step the run meanwhile"
+}
+
+// hostname is this machine's name, as a round records it.
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "unknown"
+	}
+	return h
+}
+
+// liveWorkers returns the recorded workers that still run: on this host,
+// those Alive says run; on another host, all, since none can be seen.
+func liveWorkers(rd *store.Round) (alive []Lease, elsewhere bool) {
+	if rd == nil || len(rd.Workers) == 0 {
+		return nil, false
+	}
+	if rd.Host != hostname() {
+		return rd.Workers, true
+	}
+	for _, w := range rd.Workers {
+		if Alive(w.Process.Pid, w.Process.Start) {
+			alive = append(alive, w)
+		}
+	}
+	return alive, false
+}
+
+// clearRound refuses while a recorded round has workers that run, and
+// clears a round whose workers are all gone: a drive that ended without
+// seeing them end left it.
+func (o *Orchestrator) clearRound(rec *loaded) error {
+	rd := rec.round
+	if rd == nil || len(rd.Workers) == 0 {
+		return nil
+	}
+	if alive, elsewhere := liveWorkers(rd); len(alive) > 0 {
+		return &WorkersAliveError{Run: o.run.Dir, Host: rd.Host, Workers: alive, Elsewhere: elsewhere}
+	}
+	rd.Workers = nil
+	return o.run.SaveRound("round", rd)
+}
+
+// RoundInFlight returns the round a drive has in flight, or nil. It takes
+// no lock and writes nothing.
+func (o *Orchestrator) RoundInFlight() (*Round, error) {
+	rec, err := o.read()
+	if err != nil {
+		return nil, err
+	}
+	return rec.round, nil
+}
+
+// BeginRound records that a drive begins a round of launches for the
+// hand-outs of the last step, with no worker yet: each is leased as it
+// starts. It refuses while an earlier round has workers that run.
+func (o *Orchestrator) BeginRound(driver Process) error {
+	return o.locked(func(rec *loaded) error {
+		if err := o.clearRound(rec); err != nil {
+			return err
+		}
+		return o.run.SaveRound("round", &store.Round{Step: rec.state.Steps, Host: hostname(), Driver: driver})
+	})
+}
+
+// Lease records a worker of the round in flight as soon as it has
+// started, before anything waits on it.
+func (o *Orchestrator) Lease(l Lease) error {
+	return o.locked(func(rec *loaded) error {
+		rd := rec.round
+		if rd == nil {
+			return fmt.Errorf("lease worker %s of run %s: no round is in flight: a defect in custodian", l.Job, o.run.Dir)
+		}
+		rd.Workers = append(rd.Workers, l)
+		return o.run.SaveRound("round", rd)
+	})
+}
+
+// NextLaunch returns the number the next launch of job gets.
+func (o *Orchestrator) NextLaunch(job string) (int, error) { return o.run.NextLaunch(job) }
+
+// RecordLaunch keeps the evidence of a launch that ended, or that never
+// started (its stdout and stderr as kept, and launch.json), drops its
+// worker from the round in flight, and records the launch in the history.
+// It returns where the evidence is, run-relative.
+func (o *Orchestrator) RecordLaunch(l *Launch, stdout, stderr []byte) (string, error) {
+	var dir string
+	err := o.locked(func(rec *loaded) error {
+		if rec.state.Jobs[l.Job] == nil {
+			return fmt.Errorf("record a launch of %q: the run has no such job: a defect in custodian", l.Job)
+		}
+		var err error
+		if dir, err = o.run.SaveLaunch(l, stdout, stderr); err != nil {
+			return err
+		}
+		if rd := rec.round; rd != nil {
+			n := len(rd.Workers)
+			rd.Workers = slices.DeleteFunc(rd.Workers, func(w Lease) bool { return w.Job == l.Job && w.Launch == l.Launch })
+			if len(rd.Workers) != n {
+				if err := o.run.SaveRound("round", rd); err != nil {
+					return err
+				}
+			}
+		}
+		text := l.Outcome
+		if l.Outcome != "failed-to-start" {
+			status := fmt.Sprintf("exit %d", l.ExitStatus)
+			if l.Signal != "" {
+				status = "signal " + l.Signal
+			}
+			text += ", " + status
+		}
+		events := sealHistory(rec.state, rec.effects, []store.Event{{Type: store.EventLaunch, Subject: l.Job, Attempt: l.Attempt,
+			Kind: l.Outcome, Text: text, Path: dir}})
+		return o.commit("launch-state", rec.state, events)
+	})
+	return dir, err
+}
+
+// EndRound records that the round in flight is over: every worker of it
+// has ended and been recorded.
+func (o *Orchestrator) EndRound() error {
+	return o.locked(func(rec *loaded) error {
+		if rec.round == nil {
+			return nil
+		}
+		return o.clearRound(rec)
+	})
+}
+
+// ReportUsageLimited records that a launch of job ended at the account's
+// usage limit. The job is not at fault: free says the launch is not
+// charged as an attempt and may be made again with the same hand-out,
+// which holds for the first MaxUsageLimited such launches of a job in the
+// run. Past them, the launch counts as a failed attempt like any other.
+func (o *Orchestrator) ReportUsageLimited(job, text string) (rep Report, free bool, err error) {
+	err = o.locked(func(rec *loaded) error {
+		js := rec.state.Jobs[job]
+		if js == nil {
+			return refused("name a job that step has handed out", "job %q is not a job of run %s", job, o.run.Dir)
+		}
+		t := trouble(js)
+		t.UsageLimited++
+		free = t.UsageLimited <= MaxUsageLimited
+		var err error
+		rep, err = o.run.WriteReport(rec.state.Reports, store.Report{Event: ReportUsageLimited, Job: job, Text: text, At: store.Now(),
+			Seq: rec.state.Seq, Step: rec.state.Steps})
+		if err != nil {
+			return err
+		}
+		rec.state.Reports = rep.Number
+		return o.run.SaveState("report-state", rec.state)
+	})
+	return rep, free, err
+}
