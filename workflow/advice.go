@@ -19,6 +19,14 @@ func advice(s Status) (agent, operator string) {
 		return "nothing: the operator abandoned the run at " + a.At, "nothing: the run is ended for good; start a new run to go on"
 	}
 	agent, operator = outcomeAdvice(s)
+	if rd := s.Round; rd != nil {
+		// Nothing may step the run while workers of a drive run: a step
+		// would judge outputs still being written.
+		return fmt.Sprintf("nothing: custodian drive (pid %d on host %s) has workers of step %d running; do not step the run",
+				rd.Driver.Pid, rd.Host, rd.Step),
+			"wait for the drive to finish the round; if that drive has ended, end its workers and record them with: custodian drive " +
+				shellQuote(s.Run) + " --reclaim --worker ..."
+	}
 	if r := s.StopReport; r != nil && agent != "nothing: the run is finished" {
 		// The agent orchestrator has stopped: whatever the outcome lets it
 		// do, it waits, and the run waits for the operator.

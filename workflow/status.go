@@ -49,6 +49,9 @@ type Status struct {
 	// StopReport is the agent orchestrator's report that it stopped, made
 	// after the last step: the run waits for the operator.
 	StopReport *Report `json:"stop_report"`
+	// Round is the round of workers a drive has in flight, with those of
+	// its workers that still run (all, on another host), or nil.
+	Round *Round `json:"round"`
 	Agent      string  `json:"agent"`    // what the agent orchestrator may do now
 	Operator   string  `json:"operator"` // what the operator may do now
 }
@@ -72,6 +75,18 @@ type JobStatus struct {
 	// with " (removed)" for one that is gone: the next step will reopen it.
 	// A changed prompt or launch parameters show only when a step replays.
 	Changed []string `json:"changed"`
+	// LastLaunch is the last launch of the job that custodian drive made,
+	// or nil.
+	LastLaunch *LaunchStatus `json:"last_launch"`
+}
+
+// LaunchStatus is how a launch of a worker by custodian drive ended, and
+// where its evidence is.
+type LaunchStatus struct {
+	Attempt  int    `json:"attempt"`
+	Outcome  string `json:"outcome"`  // finished, failed-to-start, timed-out, idle, usage-limited or killed
+	Text     string `json:"text"`     // the outcome with the exit status or signal
+	Evidence string `json:"evidence"` // the directory of launch.json, stdout and stderr
 }
 
 // EffectStatus is what an effect's journal says.
@@ -129,6 +144,17 @@ func (o *Orchestrator) Status() (Status, error) {
 	if s.Last, s.Settled, err = o.readHistory(history); err != nil {
 		return Status{}, err
 	}
+	launches := map[string]*LaunchStatus{}
+	for _, e := range history {
+		if e.Type == store.EventLaunch {
+			launches[e.Subject] = &LaunchStatus{Attempt: e.Attempt, Outcome: e.Kind, Text: e.Text, Evidence: o.abs(e.Path)}
+		}
+	}
+	if alive, _ := liveWorkers(rec.round); len(alive) > 0 {
+		rd := *rec.round
+		rd.Workers = alive
+		s.Round = &rd
+	}
 	files := o.run.Files()
 	standing := s.standing()
 	if w := st.Workflow.Stopped; w != nil {
@@ -144,6 +170,7 @@ func (o *Orchestrator) Status() (Status, error) {
 		if err != nil {
 			return Status{}, err
 		}
+		js.LastLaunch = launches[name]
 		s.Jobs = append(s.Jobs, js)
 	}
 	uncertain := map[string]string{}

@@ -136,12 +136,44 @@ func TestExitCodes(t *testing.T) {
 	assert.Equal(t, firstLaunch(dir), ok(t, "step", dir), "a refused command changed the run")
 }
 
+// The demo drives a trial run with custodian drive and the scripted worker,
+// repairing what the script repairs between drives, and leaves the evidence
+// of every launch.
 func TestTrialDemoDrivesARunThroughTheBinary(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "run")
-	out := ok(t, "trial", "demo", "--scenario", "clean", "--run", dir)
-	assert.True(t, strings.HasPrefix(out, "run: "+dir+"\n"), out)
-	assert.True(t, strings.HasSuffix(out, "final: done\n"), out)
-	assert.Contains(t, out, firstLaunch(dir))
+	cases := []struct {
+		scenario string
+		final    string
+		launches map[string]int // each job's launches
+	}{
+		{"clean", "final: done", map[string]int{"assumptions": 1, "claims": 1, "reconcile": 1}},
+		{"retry", "final: done", map[string]int{"assumptions": 1, "claims": 1, "reconcile": 2}},
+		{"problem", "final: done", map[string]int{"assumptions": 1, "claims": 1, "notes": 2, "reconcile": 1}},
+		{"stop", "final: blocked: the script repairs none of it, so the run waits for the operator", map[string]int{"assumptions": 2, "claims": 1}},
+		{"stop-only", "final: blocked: the script repairs none of it, so the run waits for the operator", map[string]int{"assumptions": 2, "claims": 1}},
+		// exec's command has no {param:model}: drive never launches claims
+		// without the parameter it was given, and reports each launch.
+		{"parameters", "final: blocked: the script repairs none of it, so the run waits for the operator", map[string]int{"assumptions": 1, "claims": 2}},
+		{"uncertain", "final: uncertain: the operator establishes what took place", map[string]int{"assumptions": 1, "claims": 1, "reconcile": 1}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.scenario, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "run")
+			out := ok(t, "trial", "demo", "--scenario", tc.scenario, "--run", dir)
+			assert.True(t, strings.HasPrefix(out, "run: "+dir+"\nscenario: "+tc.scenario+"\n"), out)
+			assert.True(t, strings.HasSuffix(out, "\n"+tc.final+"\n"), out)
+			for job, n := range tc.launches {
+				for k := 1; k <= n; k++ {
+					assert.FileExists(t, filepath.Join(dir, ".custodian", "jobs", job, fmt.Sprintf("launch-%d", k), "launch.json"))
+				}
+				assert.NoDirExists(t, filepath.Join(dir, ".custodian", "jobs", job, fmt.Sprintf("launch-%d", n+1)))
+			}
+			status := ok(t, "status", dir)
+			assert.Contains(t, status, "  last launch: attempt ")
+			if tc.final == "final: done" {
+				assert.Equal(t, "done\n", ok(t, "step", dir))
+			}
+		})
+	}
 }
 
 func TestVersion(t *testing.T) {

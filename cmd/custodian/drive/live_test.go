@@ -126,7 +126,7 @@ func TestLiveRedrawsInPlace(t *testing.T) {
 	l.Emit(Event{Kind: EventRound, Round: 1, Jobs: []string{"claims"}})
 	l.Emit(Event{Kind: EventLaunched, Job: "claims", Attempt: 1, Pid: 7})
 	l.draw()
-	assert.Equal(t, "15:00:00 round 1: 1 jobs: claims\n15:00:00 claims: launched, attempt 1, pid 7\n"+
+	assert.Equal(t, "15:00:00 round 1: 1 job: claims\n15:00:00 claims: launched, attempt 1, pid 7\n"+
 		"round 1 · 1 running · 0 queued · 0 finished · 0 failed\n  claims      0:00\n", b.String(),
 		"the events above, the frame below")
 

@@ -60,7 +60,11 @@ func (e Event) MarshalJSON() ([]byte, error) {
 func (e Event) String() string {
 	switch e.Kind {
 	case EventRound:
-		return fmt.Sprintf("round %d: %d jobs: %s", e.Round, len(e.Jobs), strings.Join(e.Jobs, ", "))
+		noun := "jobs"
+		if len(e.Jobs) == 1 {
+			noun = "job"
+		}
+		return fmt.Sprintf("round %d: %d %s: %s", e.Round, len(e.Jobs), noun, strings.Join(e.Jobs, ", "))
 	case EventLaunched:
 		return fmt.Sprintf("%s: launched, attempt %d, pid %d", e.Job, e.Attempt, e.Pid)
 	case EventOutput:

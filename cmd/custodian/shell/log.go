@@ -72,6 +72,8 @@ func describe(e workflow.Event) string {
 		return fmt.Sprintf("blocked %s (%s): %s; record %s", e.Subject, e.Kind, e.Text, e.Path)
 	case workflow.EventEffect:
 		return fmt.Sprintf("effect %s %s, run %d, by %s", e.Subject, e.Text, e.Attempt, e.Kind)
+	case workflow.EventLaunch:
+		return fmt.Sprintf("launched %s, attempt %d: %s; evidence %s", e.Subject, e.Attempt, e.Text, e.Path)
 	case workflow.EventRelease:
 		if e.Text != "" {
 			return "released " + e.Subject + ": " + e.Text

@@ -71,6 +71,16 @@ func printStatus(w io.Writer, s workflow.Status) error {
 		if blk := j.Block; blk != nil {
 			printStatusBlock(&b, "  block: ", *blk)
 		}
+		if l := j.LastLaunch; l != nil {
+			fmt.Fprintf(&b, "  last launch: attempt %d, %s; evidence %s\n", l.Attempt, l.Text, l.Evidence)
+		}
+	}
+	if rd := s.Round; rd != nil {
+		workers := make([]string, len(rd.Workers))
+		for i, w := range rd.Workers {
+			workers[i] = fmt.Sprintf("%s (pid %d)", w.Job, w.Process.Pid)
+		}
+		fmt.Fprintf(&b, "round in flight: custodian drive (pid %d on host %s), step %d: %s\n", rd.Driver.Pid, rd.Host, rd.Step, strings.Join(workers, ", "))
 	}
 	if blk := s.Workflow; blk != nil {
 		printStatusBlock(&b, "workflow: stopped: ", *blk)

@@ -18,6 +18,7 @@ func trialCommand(reg *workflow.Registry) *cli.Command {
 		Subcommands: []*cli.Command{
 			trialSetupCommand(reg),
 			trialDemoCommand(reg),
+			trialWorkerCommand(reg),
 		},
 		Action: unknownCommand,
 	}
@@ -59,30 +60,6 @@ func trialSetupCommand(reg *workflow.Registry) *cli.Command {
 			}
 			_, err = fmt.Fprintf(c.App.Writer, "run: %s\n", dir)
 			return err
-		}),
-	}
-}
-
-func trialDemoCommand(reg *workflow.Registry) *cli.Command {
-	return &cli.Command{
-		Name:      "demo",
-		Usage:     "set up a trial run and drive it with the scripted agent, printing each round",
-		ArgsUsage: "[--scenario SCENARIO] [--run DIR]",
-		Description: "Every command of the demo runs in a process of its own, through this binary.\n" +
-			"SCENARIO is one of: " + strings.Join(trial.Scenarios, ", ") + "; the default is clean.",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "scenario", Usage: "the course to show, `SCENARIO`", DefaultText: "clean"},
-			&cli.StringFlag{Name: "run", Usage: "the run `DIR`, new or empty", TakesFile: true},
-		},
-		Action: withArgs(nil, func(c *cli.Context, _ []string) error {
-			binary, err := os.Executable()
-			if err != nil {
-				return fmt.Errorf("trial demo: find this binary: %w", err)
-			}
-			return trial.Demo(c.App.Writer, reg, binary, trial.DemoOptions{
-				Scenario: c.String("scenario"),
-				Dir:      c.String("run"),
-			})
 		}),
 	}
 }

@@ -3,7 +3,6 @@ package trial_test
 import (
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -33,62 +32,10 @@ func buildCustodian(t *testing.T) string {
 // ending outside the loop: uncertain ends a step with status 9, busy with 3.
 var drivenScenarios = []struct {
 	scenario string
-	final    string
-}{
-	{"clean", "final: done"},
-	{"retry", "final: done"},
-	{"problem", "final: done"},
-	{"stop", "final: blocked; the agent stopped: assumptions: the output was refused by its validator, attempt 2 of 2; no change within the repair scope fixes it"},
-	{"stop-only", "final: blocked; the agent stopped: assumptions: the output was refused by its validator, attempt 2 of 2; the block permits only stopping"},
-	{"parameters", "final: done"},
-}
+}{{"clean"}, {"retry"}, {"problem"}, {"stop"}, {"stop-only"}, {"parameters"}}
 
 func TestThroughTheBinary(t *testing.T) {
 	bin := buildCustodian(t)
-
-	t.Run("the clean demo prints every round", func(t *testing.T) {
-		dir := filepath.Join(t.TempDir(), "run")
-		var out strings.Builder
-
-		err := trial.Demo(&out, definitions.Builtin(), bin, trial.DemoOptions{Dir: dir})
-
-		require.NoError(t, err)
-		prompt := func(job string, n int) string {
-			return filepath.Join(dir, ".custodian", "jobs", job, "prompt-") + string(rune('0'+n)) + ".md"
-		}
-		assert.Equal(t, strings.Join([]string{
-			"run: " + dir,
-			"scenario: clean",
-			"round 1: custodian step",
-			"launch",
-			"- assumptions: `" + prompt("assumptions", 1) + "`",
-			"- claims: `" + prompt("claims", 1) + "`",
-			"worker assumptions: wrote assumptions.md",
-			"worker claims: wrote claims.md",
-			"round 2: custodian step",
-			"launch",
-			"- reconcile: `" + prompt("reconcile", 1) + "`",
-			"worker reconcile: wrote reconciled.md",
-			"round 3: custodian step",
-			"done",
-			"the run is finished",
-			"final: done",
-		}, "\n")+"\n", out.String())
-	})
-
-	for _, tc := range drivenScenarios {
-		t.Run("demo "+tc.scenario, func(t *testing.T) {
-			var out strings.Builder
-
-			err := trial.Demo(&out, definitions.Builtin(), bin, trial.DemoOptions{
-				Scenario: tc.scenario, Dir: filepath.Join(t.TempDir(), "run"),
-			})
-
-			require.NoError(t, err)
-			lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
-			assert.Equal(t, tc.final, lines[len(lines)-1], "the demo printed:\n%s", out.String())
-		})
-	}
 
 	// The JSON the binary prints must carry every outcome the engine gives in
 	// process: the same script drives both to the same course.

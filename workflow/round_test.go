@@ -1,0 +1,136 @@
+package workflow_test
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/custodian-run/custodian/workflow"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// process names a process for a lease: this test's own, which runs, or
+// one that has ended.
+func process(t *testing.T, alive bool) workflow.Process {
+	t.Helper()
+	if alive {
+		start, err := workflow.ProcessStart(os.Getpid())
+		require.NoError(t, err)
+		return workflow.Process{Pid: os.Getpid(), Start: start}
+	}
+	cmd := exec.Command("true")
+	require.NoError(t, cmd.Start())
+	pid := cmd.Process.Pid
+	start, err := workflow.ProcessStart(pid)
+	require.NoError(t, err)
+	require.NoError(t, cmd.Wait())
+	return workflow.Process{Pid: pid, Start: start}
+}
+
+// leased is a run stepped once, whose job a a drive has leased to the
+// process p.
+func leased(t *testing.T, p workflow.Process) *harness {
+	t.Helper()
+	h := startRun(t, oneJob(job("a")), source)
+	h.launch("a")
+	require.NoError(t, h.o.BeginRound(process(t, true)))
+	require.NoError(t, h.o.Lease(workflow.Lease{Job: "a", Attempt: 1, Launch: 1, Process: p}))
+	return h
+}
+
+// No worker is ever left running unseen: a step, or a drive's next round,
+// refuses a run whose recorded workers still run, and names them; a round
+// whose workers are all gone is cleared and the command goes on.
+func TestRound_liveWorkersRefuseTheRun(t *testing.T) {
+	t.Run("a worker that runs", func(t *testing.T) {
+		h := leased(t, process(t, true))
+		for name, command := range map[string]func() error{
+			"step":       func() error { _, err := h.o.Step(); return err },
+			"next round": func() error { return h.o.BeginRound(process(t, true)) },
+			"end round":  h.o.EndRound,
+		} {
+			err := command()
+			var alive *workflow.WorkersAliveError
+			require.ErrorAs(t, err, &alive, name)
+			assert.ErrorIs(t, err, workflow.ErrBusy, name)
+			assert.Equal(t, workflow.ExitBusy, workflow.ExitCode(err), name)
+			assert.Contains(t, err.Error(), "a (pid ", name)
+			assert.Contains(t, workflow.Hint(err), "--reclaim", name)
+		}
+		rd, err := h.o.RoundInFlight()
+		require.NoError(t, err)
+		require.NotNil(t, rd)
+		assert.Len(t, rd.Workers, 1, "a refused command dropped the lease")
+	})
+	t.Run("a worker that has ended", func(t *testing.T) {
+		h := leased(t, process(t, false))
+		h.write("a.md", "# A\n")
+		assert.Equal(t, workflow.KindDone, h.step().Kind)
+		rd, err := h.o.RoundInFlight()
+		require.NoError(t, err)
+		require.NotNil(t, rd)
+		assert.Empty(t, rd.Workers, "the ended worker's lease was kept")
+	})
+}
+
+// Every launch leaves evidence where the history says, and its record
+// drops the worker's lease.
+func TestRound_recordLaunch(t *testing.T) {
+	h := leased(t, process(t, true))
+	dir, err := h.o.RecordLaunch(&workflow.Launch{Job: "a", Attempt: 1, Launch: 1, Worker: "exec", Command: []string{"w", "p"},
+		Env: []string{"PATH"}, Host: "h", Process: process(t, true), StartedAt: "2026-01-01T00:00:00Z", EndedAt: "2026-01-01T00:00:01Z",
+		Outcome: "timed-out", ExitStatus: -1, Signal: "killed"}, []byte("out\n"), []byte("err\n"))
+	require.NoError(t, err)
+	assert.Equal(t, ".custodian/jobs/a/launch-1", dir)
+	assert.Equal(t, "out\n", h.read(dir+"/stdout"))
+	assert.Equal(t, "err\n", h.read(dir+"/stderr"))
+	assert.Contains(t, h.read(dir+"/launch.json"), `"outcome":"timed-out"`)
+	n, err := h.o.NextLaunch("a")
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+
+	rd, err := h.o.RoundInFlight()
+	require.NoError(t, err)
+	assert.Empty(t, rd.Workers, "the recorded worker is still leased")
+	events, err := h.o.Log()
+	require.NoError(t, err)
+	last := events[len(events)-1]
+	assert.Equal(t, workflow.EventLaunch, last.Type)
+	assert.Equal(t, "a", last.Subject)
+	assert.Equal(t, "timed-out, signal killed", last.Text)
+	assert.Equal(t, dir, last.Path)
+
+	s, err := h.o.Status()
+	require.NoError(t, err)
+	require.Len(t, s.Jobs, 1)
+	require.NotNil(t, s.Jobs[0].LastLaunch, "status does not show the launch")
+	assert.Equal(t, "timed-out", s.Jobs[0].LastLaunch.Outcome)
+	assert.Equal(t, h.dir+"/"+dir, s.Jobs[0].LastLaunch.Evidence)
+
+	_, err = h.o.RecordLaunch(&workflow.Launch{Job: "nobody", Attempt: 1, Launch: 1, Outcome: "finished"}, nil, nil)
+	assert.Error(t, err, "a launch of a job the run lacks was recorded")
+}
+
+// A launch that ends at the account's usage limit is not the job's fault:
+// the first MaxUsageLimited of a job are free, and charge no attempt.
+func TestRound_usageLimitedIsFreeUpToTheBound(t *testing.T) {
+	h := startRun(t, oneJob(job("a")), source)
+	h.launch("a")
+	for i := 1; i <= workflow.MaxUsageLimited+1; i++ {
+		rep, free, err := h.o.ReportUsageLimited("a", "hit your limit")
+		require.NoError(t, err)
+		assert.Equal(t, i <= workflow.MaxUsageLimited, free, "launch %d", i)
+		assert.Equal(t, workflow.ReportUsageLimited, rep.Event)
+	}
+	assert.Equal(t, 1, h.state().Jobs["a"].Handouts, "a usage limit charged an attempt")
+	h.write("a.md", "# A\n")
+	assert.Equal(t, workflow.KindDone, h.step().Kind)
+
+	_, _, err := h.o.ReportUsageLimited("nobody", "hit your limit")
+	assert.True(t, errors.Is(err, workflow.ErrRefused), "%v", err)
+	_, err = h.o.Report(workflow.ReportUsageLimited, "", "hit your limit")
+	assert.True(t, errors.Is(err, workflow.ErrRefused) && strings.Contains(err.Error(), "names its job"), "%v", err)
+}
