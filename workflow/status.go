@@ -51,9 +51,9 @@ type Status struct {
 	StopReport *Report `json:"stop_report"`
 	// Round is the round of workers a drive has in flight, with those of
 	// its workers that still run (all, on another host), or nil.
-	Round *Round `json:"round"`
-	Agent      string  `json:"agent"`    // what the agent orchestrator may do now
-	Operator   string  `json:"operator"` // what the operator may do now
+	Round    *Round `json:"round"`
+	Agent    string `json:"agent"`    // what the agent orchestrator may do now
+	Operator string `json:"operator"` // what the operator may do now
 }
 
 // LastStep is the outcome of the run's last step.
