@@ -101,6 +101,11 @@ func Drive(o *workflow.Orchestrator, opts Config) (int, error) {
 			}
 			return d.finish(ExitUncertain)
 		}
+		if d.pollInterrupt(nil) {
+			// A signal that came during the step: it is let finish, and
+			// nothing is launched after it.
+			return d.finish(ExitInterrupted)
+		}
 		interrupted, err := d.round(round, out.Jobs)
 		if err != nil {
 			return 0, err
@@ -298,7 +303,7 @@ func (d *driver) round(round int, jobs []workflow.Handout) (interrupted bool, er
 	ended := make(chan *launched)
 	var pause <-chan time.Time
 	for len(queue) > 0 || len(running) > 0 {
-		for len(queue) > 0 && pause == nil && d.interrupted == 0 && (d.opts.MaxParallel <= 0 || len(running) < d.opts.MaxParallel) {
+		for len(queue) > 0 && pause == nil && !d.pollInterrupt(running) && (d.opts.MaxParallel <= 0 || len(running) < d.opts.MaxParallel) {
 			h := queue[0]
 			queue = queue[1:]
 			l, err := d.launch(h)
@@ -332,19 +337,36 @@ func (d *driver) round(round int, jobs []workflow.Handout) (interrupted bool, er
 			pause = nil
 			d.sink.Emit(Event{Kind: EventResumed})
 		case <-d.opts.Interrupts:
-			d.interrupted++
-			if d.interrupted == 1 {
-				d.sink.Emit(Event{Kind: EventInterrupted, Text: "ending every worker, then stopping"})
-			}
-			for _, l := range running {
-				l.w.Kill()
-			}
+			d.interrupt(running)
 		}
 	}
 	if err := d.o.EndRound(); err != nil {
 		return false, err
 	}
 	return d.interrupted > 0, nil
+}
+
+// pollInterrupt takes a signal that has come, without waiting for one, and
+// says whether drive has been interrupted. running are the workers to end.
+func (d *driver) pollInterrupt(running map[string]*launched) bool {
+	select {
+	case <-d.opts.Interrupts:
+		d.interrupt(running)
+	default:
+	}
+	return d.interrupted > 0
+}
+
+// interrupt ends the running workers at a signal: the first gives each its
+// grace period, the second kills at once.
+func (d *driver) interrupt(running map[string]*launched) {
+	d.interrupted++
+	if d.interrupted == 1 {
+		d.sink.Emit(Event{Kind: EventInterrupted, Text: "ending every worker, then stopping"})
+	}
+	for _, l := range running {
+		l.w.Kill()
+	}
 }
 
 // launch starts a worker for a hand-out and leases it, or records and
