@@ -35,6 +35,12 @@ type State struct {
 	// of the run's course.
 	Replayed int      `json:"replayed"`
 	Named    []string `json:"named"`
+	// Looked holds, for each path the definition asked Context.Path for
+	// at the last replay that ran to its end, its kind, size and
+	// modification time: a job no longer named while they, and every
+	// job's standing, are as they were was dropped by the definition's
+	// code, not by the run's course.
+	Looked map[string]string `json:"looked"`
 	// Seq counts the commands whose history is committed: history/1.jsonl
 	// to history/<Seq>.jsonl. A history file numbered above it belongs to a
 	// command that ended before its commit, and is not history.
@@ -193,6 +199,7 @@ func NewState(inputState int) *State {
 		Format:     StateFormat,
 		InputState: inputState,
 		Named:      []string{},
+		Looked:     map[string]string{},
 		Effects:    map[string]EffectSeen{},
 		Jobs:       map[string]*JobState{},
 		Workflow:   WorkflowState{Places: map[string]int{}, Allowed: map[string]string{}},
@@ -244,6 +251,11 @@ func (s *State) check() error {
 	}
 	if s.Replayed > s.Steps {
 		return fmt.Errorf("replayed %d is past steps %d", s.Replayed, s.Steps)
+	}
+	for _, rel := range slices.Sorted(maps.Keys(s.Looked)) {
+		if strings.ContainsFunc(rel+s.Looked[rel], isControl) {
+			return fmt.Errorf("looked: %q holds a control character", rel)
+		}
 	}
 	for _, name := range s.Named {
 		if !ValidName(name) {

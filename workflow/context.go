@@ -35,7 +35,10 @@ func (h *Handle) Wait() string { return h.ctx.Wait(h)[0] }
 func (c *Context) RunDir() string { return c.r.dir }
 
 // Path returns the absolute path of rel inside the run directory.
-func (c *Context) Path(rel string) string { return filepath.Join(c.r.dir, filepath.FromSlash(rel)) }
+func (c *Context) Path(rel string) string {
+	c.r.look(rel)
+	return filepath.Join(c.r.dir, filepath.FromSlash(rel))
+}
 
 // Agent names a job and returns its handle at once. A job that is not
 // accepted is handed out at the end of the step whether or not anything

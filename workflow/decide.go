@@ -184,6 +184,9 @@ func (o *Orchestrator) decideReplayed(r *replay, reports []store.Report) (*plan,
 		}
 	}
 	st.Named = slices.Sorted(maps.Keys(names))
+	if r.ranToEnd {
+		st.Looked = r.lookedNow()
+	}
 	o.forgetCarriedOut(st, names)
 	st.Workflow = wstate
 	st.Unreached = unreached

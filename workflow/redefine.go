@@ -3,6 +3,8 @@ package workflow
 import (
 	"fmt"
 	"maps"
+	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -11,17 +13,18 @@ import (
 
 // A changed definition never silently reopens accepted work. When a step
 // finds accepted jobs whose prompt, launch parameters or output path the
-// definition changed, an accepted job it no longer names whose output a
-// new job claims (a rename without Formerly, which would take the output
-// away and make it again), or a patch removed that the run lacks, it blocks
-// on workflow with the kind definition-changed, which permits only
-// stopping, and changes nothing: the operator goes back to the binary that
-// started the run, or releases the workflow, which lets exactly the changes
-// the block listed through (WorkflowState.Allowed). Changes that come from
-// the run's own course (an input changed, an upstream job reopened, a
-// branch a file decides) reopen jobs as they always did. An accepted job
-// that is no longer named, and whose output nobody claims, loses nothing:
-// its output stays as it was accepted, and check lists it.
+// definition changed, accepted jobs it no longer names while nothing of
+// the run changed (noLongerNamed), an accepted job no longer named whose
+// output a new job claims (a rename without Formerly, which would take the
+// output away and make it again), or a patch removed that the run lacks,
+// it blocks on workflow with the kind definition-changed, which permits
+// only stopping, and changes nothing: the operator goes back to the binary
+// that started the run (whose step lifts the stop, letting nothing
+// through), or releases the workflow, which lets exactly the changes the
+// block listed through (WorkflowState.Allowed). Changes that come from the
+// run's own course (an input changed, an upstream job reopened, a branch a
+// file the definition looked at decides) reopen or drop jobs as they
+// always did.
 
 // change is one change of the definition that a step found.
 type change struct {
@@ -138,6 +141,69 @@ func (r *replay) renamedWithoutFormerly(n *named) {
 			r.changes = append(r.changes, c)
 		}
 	}
+}
+
+// noLongerNamed finds accepted jobs that a replay which ran to its end no
+// longer names while the run is as the last such replay saw it: every job
+// it names stands as it stood, and every path the definition looked at
+// (Context.Path) is as it was. Then nothing of the run's own course
+// changed, and the definition's code dropped them (removed, or renamed
+// without Formerly). A job that a changed file or a newly accepted output
+// leaves out (a manifest that lists one item fewer) is the run's course,
+// and is dropped as before. Either way its output stays as it was
+// accepted.
+func (r *replay) noLongerNamed() {
+	if !r.ranToEnd {
+		return
+	}
+	for _, n := range r.order {
+		was := r.state.Jobs[n.spec.job.Name]
+		if n.verdict != verdictAccepted || n.carriedFrom != "" || was == nil || was.Accepted != n.js.Accepted {
+			return
+		}
+	}
+	for rel, seen := range r.state.Looked {
+		if r.lookAt(rel) != seen {
+			return
+		}
+	}
+	for _, name := range r.state.Named {
+		js := r.state.Jobs[name]
+		if js == nil || js.Accepted == "" || r.named[name] != nil || r.carried[name] {
+			continue
+		}
+		c := change{key: name, fingerprint: "gone", subject: "job " + name,
+			what: []string{"the definition no longer names it, and nothing of the run changed since the last step: it was removed, " +
+				"or renamed without Formerly (declare Formerly on the new name to carry its output over); its output stays as it was accepted"}}
+		if !r.allowed(c) {
+			r.changes = append(r.changes, c)
+		}
+	}
+}
+
+// looked returns what lookAt says of each path the definition looked at.
+func (r *replay) lookedNow() map[string]string {
+	now := map[string]string{}
+	for rel := range r.looked {
+		now[rel] = r.lookAt(rel)
+	}
+	return now
+}
+
+// lookAt describes the file or directory at rel, a path the definition
+// looked at, by its kind, size and modification time: what a branch may
+// turn on. A path outside the run, or one that cannot be looked at,
+// counts as such.
+func (r *replay) lookAt(rel string) string {
+	clean := path.Clean(filepath.ToSlash(rel))
+	if !store.Clean(clean) {
+		return "outside the run"
+	}
+	info, err := r.run.Stat(clean)
+	if err != nil {
+		return "cannot be looked at"
+	}
+	return fmt.Sprintf("%v %d %d", info.Kind, info.Size, info.Mtime)
 }
 
 // removedPatches finds patches the definition declared at the run's last

@@ -214,18 +214,43 @@ func TestDefinitionChanged_renameWithFormerlyCarriesOver(t *testing.T) {
 	assert.True(t, containsEvent(events, workflow.EventCarry, "brief", "b"), "the history says the output carried over")
 }
 
-// A course of the run that stops naming a job (a branch a file decides)
-// is no change of the definition: the step goes on, and the job's output
-// stays as it was accepted.
-func TestDefinitionChanged_notForAJobNoLongerNamed(t *testing.T) {
-	v := newVersioned()
-	h := finished(t, v)
-	before := outside(t, h.dir)
-	v.dropB = true
-	h.reg = registryOf(t, v.definition())
-	h.reopen()
-	h.done()
-	assert.Equal(t, before, outside(t, h.dir))
+// An accepted job the definition's code no longer names, while nothing of
+// the run changed, is a changed definition: the step blocks and moves
+// nothing, and after a release the job is dropped with its output kept.
+// A course of the run that stops naming a job (a branch a file the
+// definition looked at decides) is no change of the definition: the step
+// goes on. Either way the job's output stays as it was accepted.
+func TestDefinitionChanged_aJobNoLongerNamed(t *testing.T) {
+	t.Run("by the code", func(t *testing.T) {
+		v := newVersioned()
+		h := finished(t, v)
+		before := outside(t, h.dir)
+		v.dropB = true
+		h.reg = registryOf(t, v.definition())
+		h.reopen()
+		b := h.blocked()["workflow"]
+		require.Equal(t, workflow.BlockDefinitionChanged, b.Kind)
+		assert.Contains(t, b.Reason, "job b")
+		assert.Contains(t, recordText(t, b.Record), "the definition no longer names it")
+		require.NoError(t, h.o.Release(workflow.WorkflowSubject))
+		h.done()
+		h.done()
+		assert.Equal(t, before, outside(t, h.dir))
+		assert.NotContains(t, h.state().Named, "b")
+	})
+	t.Run("by a file the definition looks at", func(t *testing.T) {
+		v := newVersioned()
+		v.patched = func(ctx *workflow.Context) {
+			_, err := os.Stat(ctx.Path("skip-b"))
+			v.dropB = err == nil
+		}
+		h := finished(t, v)
+		h.write("skip-b", "")
+		before := outside(t, h.dir)
+		h.done()
+		assert.Equal(t, before, outside(t, h.dir))
+		assert.NotContains(t, h.state().Named, "b")
+	})
 }
 
 func TestContext_Patched(t *testing.T) {

@@ -3,6 +3,7 @@ package workflow
 import (
 	"fmt"
 	"path/filepath"
+	"sync"
 
 	"github.com/custodian-run/custodian/store"
 )
@@ -41,6 +42,8 @@ type replay struct {
 	patches []string        // the patches the run was started with
 	changes []change        // changes of the definition not let through
 	lifted  bool            // a stop of a changed definition this binary no longer finds
+	looked  map[string]bool // the paths the definition asked Context.Path for
+	lookMu  sync.Mutex      // Path is pure for the author, and may be called from any goroutine
 	carried map[string]bool // former names whose records carried over
 
 	// dry is a replay that runs no effect and asks no recognizer, for
@@ -116,7 +119,15 @@ func newReplay(o *Orchestrator, st *store.State, effects map[string]*store.Effec
 		reached: map[string]bool{},
 		patches: o.run.Record.Patches,
 		carried: map[string]bool{},
+		looked:  map[string]bool{},
 	}
+}
+
+// look notes a path the definition asked for.
+func (r *replay) look(rel string) {
+	r.lookMu.Lock()
+	defer r.lookMu.Unlock()
+	r.looked[rel] = true
 }
 
 // play replays the definition from the top.
@@ -132,6 +143,7 @@ func (r *replay) play() {
 		r.ranToEnd = false
 	}
 	r.removedPatches(r.patches)
+	r.noLongerNamed()
 	r.changes = sortedChanges(r.changes)
 }
 
