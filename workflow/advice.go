@@ -20,12 +20,14 @@ func advice(s Status) (agent, operator string) {
 	}
 	agent, operator = outcomeAdvice(s)
 	if rd := s.Round; rd != nil {
-		// Nothing may step the run while workers of a drive run: a step
-		// would judge outputs still being written.
-		return fmt.Sprintf("nothing: custodian drive (pid %d on host %s) has workers of step %d running; do not step the run",
-				rd.Driver.Pid, rd.Host, rd.Step),
-			"wait for the drive to finish the round; if that drive has ended, end its workers and record them with: custodian drive " +
-				shellQuote(s.Run) + " --reclaim --worker ..."
+		// Nothing may step the run while a drive drives it, or while its
+		// workers run: a step would judge outputs still being written.
+		if rd.Driver.Pid != 0 {
+			return fmt.Sprintf("nothing: custodian drive (pid %d on host %s) drives the run; do not step it", rd.Driver.Pid, rd.Host),
+				fmt.Sprintf("nothing, while the drive runs; to stop it: kill -INT %d (it ends its workers and records them)", rd.Driver.Pid)
+		}
+		return fmt.Sprintf("nothing: workers of a drive that has ended still run (step %d); do not step the run", rd.Step),
+			"wait for them to end, or end them and record them with: custodian drive " + shellQuote(s.Run) + " --reclaim --worker ..."
 	}
 	if r := s.StopReport; r != nil && agent != "nothing: the run is finished" {
 		// The agent orchestrator has stopped: whatever the outcome lets it

@@ -22,6 +22,9 @@ type Orchestrator struct {
 	run    *store.Run
 	def    *Definition
 	params Params
+	// driver is the custodian drive this orchestrator acts for, or the
+	// zero Process: only it may step a run it drives.
+	driver Process
 }
 
 // Start starts a run of the registered definition name in dir with params.

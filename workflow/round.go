@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -99,19 +100,104 @@ func liveWorkers(rd *store.Round) (alive []Lease, elsewhere bool) {
 	return alive, false
 }
 
-// clearRound refuses while a recorded round has workers that run, and
-// clears a round whose workers are all gone: a drive that ended without
-// seeing them end left it.
+// DriverAliveError is a command refused because a custodian drive that
+// still runs drives the run: a second loop beside it would hand the same
+// jobs to two workers, or judge a round before its workers have ended.
+type DriverAliveError struct {
+	Run       string
+	Host      string
+	Driver    Process
+	Elsewhere bool // it runs on another host, where this custodian cannot see it
+}
+
+func (e *DriverAliveError) Error() string {
+	if e.Elsewhere {
+		return fmt.Sprintf("run %s is driven by custodian drive (pid %d) on host %s, where this custodian cannot see whether it still runs",
+			e.Run, e.Driver.Pid, e.Host)
+	}
+	return fmt.Sprintf("run %s is driven by custodian drive (pid %d), which still runs", e.Run, e.Driver.Pid)
+}
+
+// Unwrap returns ErrBusy: another process is at work on the run.
+func (e *DriverAliveError) Unwrap() error { return ErrBusy }
+
+// Hint says how to go on.
+func (e *DriverAliveError) Hint() string {
+	if e.Elsewhere {
+		return "let that drive finish on host " + e.Host + "; do not step or drive the run here meanwhile"
+	}
+	return fmt.Sprintf("let it finish, or stop it with Ctrl-C or kill -INT %d (it ends its workers and records them); do not start a second loop", e.Driver.Pid)
+}
+
+// DriveAs says that this orchestrator acts for the custodian drive p: the
+// drive's own steps, launches and records are let through while p drives
+// the run, and every other command's refused.
+func (o *Orchestrator) DriveAs(p Process) { o.driver = p }
+
+// liveDriver says whether the drive a round records still runs: on this
+// host, as Alive says; on another, it cannot be told, and counts as alive.
+func liveDriver(rd *store.Round) (alive, elsewhere bool) {
+	if rd == nil || rd.Driver.Pid == 0 {
+		return false, false
+	}
+	if rd.Host != hostname() {
+		return true, true
+	}
+	return Alive(rd.Driver.Pid, rd.Driver.Start), false
+}
+
+// clearRound refuses while another drive drives the run, or while a
+// recorded round has workers that run, and clears what a drive that ended
+// without seeing its workers end left: its workers, and itself.
 func (o *Orchestrator) clearRound(rec *loaded) error {
 	rd := rec.round
-	if rd == nil || len(rd.Workers) == 0 {
+	if rd == nil || len(rd.Workers) == 0 && rd.Driver.Pid == 0 {
 		return nil
 	}
-	if alive, elsewhere := liveWorkers(rd); len(alive) > 0 {
-		return &WorkersAliveError{Run: o.run.Dir, Host: rd.Host, Workers: alive, Elsewhere: elsewhere}
+	alive, elsewhere := liveDriver(rd)
+	if alive && rd.Driver != o.driver {
+		return &DriverAliveError{Run: o.run.Dir, Host: rd.Host, Driver: rd.Driver, Elsewhere: elsewhere}
 	}
-	rd.Workers = nil
-	return o.run.SaveRound("round", rd)
+	if workers, elsewhere := liveWorkers(rd); len(workers) > 0 {
+		return &WorkersAliveError{Run: o.run.Dir, Host: rd.Host, Workers: workers, Elsewhere: elsewhere}
+	}
+	if alive || len(rd.Workers) == 0 && rd.Driver.Pid == 0 {
+		if len(rd.Workers) == 0 {
+			return nil
+		}
+		rd.Workers = nil
+		return o.run.SaveRound("round", rd)
+	}
+	// The drive has ended and its workers with it.
+	return o.run.SaveRound("round", &store.Round{Step: rd.Step, Host: rd.Host})
+}
+
+// BeginDrive records that the drive this orchestrator acts for (DriveAs)
+// drives the run from now on: every command but the drive's own is refused
+// until EndDrive, or until the drive has ended. It refuses while another
+// drive drives the run, or while workers of an earlier one run.
+func (o *Orchestrator) BeginDrive() error {
+	if o.driver.Pid == 0 {
+		return errors.New("begin a drive: the orchestrator acts for no drive (DriveAs): a defect in custodian")
+	}
+	return o.locked(func(rec *loaded) error {
+		if err := o.clearRound(rec); err != nil {
+			return err
+		}
+		return o.run.SaveRound("round", &store.Round{Step: rec.state.Steps, Host: hostname(), Driver: o.driver})
+	})
+}
+
+// EndDrive records that the drive has ended: the run is free for any
+// loop. It leaves a round whose workers still run as it is.
+func (o *Orchestrator) EndDrive() error {
+	return o.locked(func(rec *loaded) error {
+		rd := rec.round
+		if rd == nil || rd.Driver != o.driver || len(rd.Workers) > 0 {
+			return nil
+		}
+		return o.run.SaveRound("round", &store.Round{Step: rd.Step, Host: rd.Host})
+	})
 }
 
 // RoundInFlight returns the round a drive has in flight, or nil. It takes
@@ -124,15 +210,16 @@ func (o *Orchestrator) RoundInFlight() (*Round, error) {
 	return rec.round, nil
 }
 
-// BeginRound records that a drive begins a round of launches for the
-// hand-outs of the last step, with no worker yet: each is leased as it
-// starts. It refuses while an earlier round has workers that run.
-func (o *Orchestrator) BeginRound(driver Process) error {
+// BeginRound records that the drive this orchestrator acts for begins a
+// round of launches for the hand-outs of the last step, with no worker
+// yet: each is leased as it starts. It refuses while an earlier round has
+// workers that run.
+func (o *Orchestrator) BeginRound() error {
 	return o.locked(func(rec *loaded) error {
 		if err := o.clearRound(rec); err != nil {
 			return err
 		}
-		return o.run.SaveRound("round", &store.Round{Step: rec.state.Steps, Host: hostname(), Driver: driver})
+		return o.run.SaveRound("round", &store.Round{Step: rec.state.Steps, Host: hostname(), Driver: o.driver})
 	})
 }
 

@@ -2,6 +2,7 @@ package workflow_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -30,15 +31,73 @@ func process(t *testing.T, alive bool) workflow.Process {
 	return workflow.Process{Pid: pid, Start: start}
 }
 
-// leased is a run stepped once, whose job a a drive has leased to the
-// process p.
+// driving returns an orchestrator of h's run that acts for the drive d,
+// which has begun to drive the run.
+func driving(t *testing.T, h *harness, d workflow.Process) *workflow.Orchestrator {
+	t.Helper()
+	o, err := workflow.Open(h.reg, h.dir)
+	require.NoError(t, err)
+	t.Cleanup(func() { o.Close() })
+	o.DriveAs(d)
+	require.NoError(t, o.BeginDrive())
+	return o
+}
+
+// leased is a run stepped once, whose job a a drive that has ended leased
+// to the process p.
 func leased(t *testing.T, p workflow.Process) *harness {
 	t.Helper()
 	h := startRun(t, oneJob(job("a")), source)
 	h.launch("a")
-	require.NoError(t, h.o.BeginRound(process(t, true)))
-	require.NoError(t, h.o.Lease(workflow.Lease{Job: "a", Attempt: 1, Launch: 1, Process: p}))
+	d := driving(t, h, process(t, false))
+	require.NoError(t, d.BeginRound())
+	require.NoError(t, d.Lease(workflow.Lease{Job: "a", Attempt: 1, Launch: 1, Process: p}))
 	return h
+}
+
+// While a drive runs, it alone steps the run: every other loop is refused,
+// and names it. A drive that has ended is cleared.
+func TestRound_aLiveDriveHasTheRun(t *testing.T) {
+	h := startRun(t, oneJob(job("a")), source)
+	self := process(t, true)
+	d := driving(t, h, self)
+
+	_, err := h.o.Step()
+	var alive *workflow.DriverAliveError
+	require.ErrorAs(t, err, &alive)
+	assert.Equal(t, workflow.ExitBusy, workflow.ExitCode(err))
+	assert.Contains(t, err.Error(), fmt.Sprintf("custodian drive (pid %d), which still runs", self.Pid))
+	other, err := workflow.Open(h.reg, h.dir)
+	require.NoError(t, err)
+	defer other.Close()
+	other.DriveAs(process(t, false))
+	assert.ErrorAs(t, other.BeginDrive(), &alive, "a second drive began beside a live one")
+
+	s, err := h.o.Status()
+	require.NoError(t, err)
+	require.NotNil(t, s.Round, "status does not show the drive")
+	assert.Equal(t, self, s.Round.Driver)
+	assert.Contains(t, s.Agent, "drives the run; do not step it")
+
+	out, err := d.Step()
+	require.NoError(t, err, "the drive's own step was refused")
+	assert.Equal(t, workflow.KindLaunch, out.Kind)
+	require.NoError(t, d.EndDrive())
+	_, err = h.o.Step()
+	assert.NoError(t, err, "the run is not free after the drive ended")
+	s, err = h.o.Status()
+	require.NoError(t, err)
+	assert.Nil(t, s.Round)
+
+	t.Run("a drive that ended without saying so is cleared", func(t *testing.T) {
+		h := startRun(t, oneJob(job("a")), source)
+		driving(t, h, process(t, false))
+		_, err := h.o.Step()
+		require.NoError(t, err)
+		rd, err := h.o.RoundInFlight()
+		require.NoError(t, err)
+		assert.Zero(t, rd.Driver.Pid, "the ended drive is still recorded")
+	})
 }
 
 // No worker is ever left running unseen: a step, or a drive's next round,
@@ -48,9 +107,15 @@ func TestRound_liveWorkersRefuseTheRun(t *testing.T) {
 	t.Run("a worker that runs", func(t *testing.T) {
 		h := leased(t, process(t, true))
 		for name, command := range map[string]func() error{
-			"step":       func() error { _, err := h.o.Step(); return err },
-			"next round": func() error { return h.o.BeginRound(process(t, true)) },
-			"end round":  h.o.EndRound,
+			"step": func() error { _, err := h.o.Step(); return err },
+			"next drive": func() error {
+				o, err := workflow.Open(h.reg, h.dir)
+				require.NoError(t, err)
+				defer o.Close()
+				o.DriveAs(process(t, true))
+				return o.BeginDrive()
+			},
+			"end round": h.o.EndRound,
 		} {
 			err := command()
 			var alive *workflow.WorkersAliveError

@@ -49,8 +49,9 @@ type Status struct {
 	// StopReport is the agent orchestrator's report that it stopped, made
 	// after the last step: the run waits for the operator.
 	StopReport *Report `json:"stop_report"`
-	// Round is the round of workers a drive has in flight, with those of
-	// its workers that still run (all, on another host), or nil.
+	// Round is what a drive has in flight: the drive, while it runs (Pid
+	// 0 when it has ended), and those of its workers that still run (all,
+	// on another host); nil when neither runs.
 	Round    *Round `json:"round"`
 	Agent    string `json:"agent"`    // what the agent orchestrator may do now
 	Operator string `json:"operator"` // what the operator may do now
@@ -150,9 +151,13 @@ func (o *Orchestrator) Status() (Status, error) {
 			launches[e.Subject] = &LaunchStatus{Attempt: e.Attempt, Outcome: e.Kind, Text: e.Text, Evidence: o.abs(e.Path)}
 		}
 	}
-	if alive, _ := liveWorkers(rec.round); len(alive) > 0 {
+	workers, _ := liveWorkers(rec.round)
+	if driving, _ := liveDriver(rec.round); driving || len(workers) > 0 {
 		rd := *rec.round
-		rd.Workers = alive
+		rd.Workers = workers
+		if !driving {
+			rd.Driver = Process{}
+		}
 		s.Round = &rd
 	}
 	files := o.run.Files()

@@ -38,7 +38,7 @@ func testMain(m *testing.M) int {
 	for _, args := range append([][]string{
 		{"build", "-o", binary, "."},
 		{"build", "-tags", "crashpoints", "-o", crashBinary, "."},
-	}, variantBuilds(dir)...) {
+	}, append(variantBuilds(dir), driveBuilds(dir)...)...) {
 		cmd := exec.Command("go", args...)
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 		if err := cmd.Run(); err != nil {

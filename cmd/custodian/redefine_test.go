@@ -26,7 +26,7 @@ import (
 // command, as an operator would.
 
 // variantNames are the variants of testdata/variant that TestMain builds.
-var variantNames = []string{"base", "prompt", "launch", "rename", "formerly", "removed", "patched", "unpatched", "clock"}
+var variantNames = []string{"base", "prompt", "launch", "rename", "formerly", "removed", "patched", "unpatched", "clock", "fanout"}
 
 // variantBinaries are the builds of testdata/variant, by variant.
 var variantBinaries = map[string]string{}
@@ -301,12 +301,13 @@ func TestDefinitionChangedThroughTheBinary(t *testing.T) {
 			items: []redefItem{{"risk-list", "carried over from its former name risks, accepted as it was"}},
 		},
 		{
-			// A job the definition no longer names, whose output nobody
-			// claims, loses nothing; a branch a file decides stops naming
-			// jobs the same way, so the step cannot block on it (see
-			// workflow/redefine.go). Check lists it.
+			// A job the definition's code no longer names, while nothing
+			// of the run changed, blocks; after the release it is dropped,
+			// its output kept, and nothing is handed out.
 			name: "removed job", variant: "removed", changed: true,
-			items: []redefItem{{"risks", "the definition no longer names it (removed, or renamed without Formerly); its output stays as it was accepted"}},
+			items:  []redefItem{{"risks", "the definition changed it: the definition no longer names it, and nothing of the run changed since the last step"}},
+			blocks: []string{"job risks"},
+			record: "## job risks\n\n- the definition no longer names it",
 		},
 		{
 			// The run was started without the patch and takes the old
@@ -369,6 +370,13 @@ func TestDefinitionChangedThroughTheBinary(t *testing.T) {
 			// the changed jobs, and the run goes on with the new build.
 			assert.Empty(t, redefOK(t, tt.variant, "release", dir, "workflow"))
 			out := redefStep(t, tt.variant, dir)
+			if tt.reopened == nil {
+				// Nothing to make again: the job is dropped, its output kept.
+				assert.Equal(t, workflow.KindDone, out.Kind, "%+v", out)
+				text, _ = redefCheck(t, tt.variant, dir)
+				assert.Equal(t, "unchanged\nnext step: done\n", text)
+				return
+			}
 			require.Equal(t, workflow.KindLaunch, out.Kind, "%+v", out)
 			assert.Equal(t, tt.reopened, handedOut(out))
 			assert.JSONEq(t, tt.launch, string(out.Jobs[0].Launch))

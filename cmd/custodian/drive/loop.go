@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -77,9 +78,18 @@ func Drive(o *workflow.Orchestrator, opts Config) (int, error) {
 	}
 	self, _ := workflow.ProcessStart(os.Getpid())
 	d.self = workflow.Process{Pid: os.Getpid(), Start: self}
+	o.DriveAs(d.self)
 	if err := d.reclaim(); err != nil {
 		return 0, err
 	}
+	if err := o.BeginDrive(); err != nil {
+		return 0, err
+	}
+	defer func() {
+		// The run is free for any loop again; a failure to say so leaves a
+		// record that the next command finds ended, and clears.
+		_ = o.EndDrive()
+	}()
 	for round := 1; ; round++ {
 		out, printed, status, err := d.step()
 		if err != nil || status != ExitDone {
@@ -143,7 +153,7 @@ func (d *driver) finish(status int) (int, error) {
 // status ended inside an effect: drive reports the stop and ends uncertain.
 func (d *driver) step() (out workflow.Outcome, printed []byte, status int, err error) {
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(d.opts.Binary, "step", d.o.Dir(), "--json")
+	cmd := exec.Command(d.opts.Binary, "step", d.o.Dir(), "--json", "--driver", DriverToken(d.self))
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	// In a group of its own: a Ctrl-C meant for drive must not cut a step
 	// short; drive waits for it and then ends.
@@ -182,6 +192,20 @@ func (d *driver) step() (out workflow.Outcome, printed []byte, status int, err e
 		return out, nil, 0, err
 	}
 	return out, text.Bytes(), ExitDone, nil
+}
+
+// DriverToken names a drive to the steps it runs (step's hidden --driver
+// flag), so that they are let through while it drives the run.
+func DriverToken(p workflow.Process) string { return fmt.Sprintf("%d,%s", p.Pid, p.Start) }
+
+// ParseDriverToken reads what DriverToken wrote.
+func ParseDriverToken(s string) (workflow.Process, error) {
+	pid, start, ok := strings.Cut(s, ",")
+	n, err := strconv.Atoi(pid)
+	if !ok || err != nil || n < 1 {
+		return workflow.Process{}, fmt.Errorf("--driver %q is not PID,START", s)
+	}
+	return workflow.Process{Pid: n, Start: start}, nil
 }
 
 // StepError is a step that failed with one of the statuses every command
@@ -256,12 +280,12 @@ func (d *driver) reclaim() error {
 	if err != nil || rd == nil || len(rd.Workers) == 0 {
 		return err
 	}
-	if !d.opts.Reclaim {
-		return d.o.EndRound() // refuses while they run; clears a round of ended ones
-	}
 	host, _ := os.Hostname()
-	if rd.Host != host {
-		return d.o.EndRound() // nothing here can end them: refused
+	if !d.opts.Reclaim || rd.Host != host || workflow.Alive(rd.Driver.Pid, rd.Driver.Start) {
+		// Refused while they run, or while the drive that launched them
+		// still runs (it ends its own workers), or when nothing here can
+		// end them; a round of ended workers is cleared.
+		return d.o.BeginDrive()
 	}
 	for _, w := range rd.Workers {
 		if err := EndGroup(w.Process.Pid, w.Process.Start, d.opts.Grace); err != nil {
@@ -290,7 +314,7 @@ type launched struct {
 // waits until each has ended (relaunching those a usage limit stopped),
 // and records every launch. It says whether an interrupt stopped it.
 func (d *driver) round(round int, jobs []workflow.Handout) (interrupted bool, err error) {
-	if err := d.o.BeginRound(d.self); err != nil {
+	if err := d.o.BeginRound(); err != nil {
 		return false, err
 	}
 	names := make([]string, len(jobs))

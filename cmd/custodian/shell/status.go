@@ -80,7 +80,12 @@ func printStatus(w io.Writer, s workflow.Status) error {
 		for i, w := range rd.Workers {
 			workers[i] = fmt.Sprintf("%s (pid %d)", w.Job, w.Process.Pid)
 		}
-		fmt.Fprintf(&b, "round in flight: custodian drive (pid %d on host %s), step %d: %s\n", rd.Driver.Pid, rd.Host, rd.Step, strings.Join(workers, ", "))
+		if rd.Driver.Pid != 0 {
+			fmt.Fprintf(&b, "driven: by custodian drive (pid %d on host %s)\n", rd.Driver.Pid, rd.Host)
+		}
+		if len(workers) > 0 {
+			fmt.Fprintf(&b, "workers running: step %d: %s\n", rd.Step, strings.Join(workers, ", "))
+		}
 	}
 	if blk := s.Workflow; blk != nil {
 		printStatusBlock(&b, "workflow: stopped: ", *blk)

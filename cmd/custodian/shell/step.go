@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/custodian-run/custodian/cmd/custodian/drive"
 	"github.com/custodian-run/custodian/workflow"
 	"github.com/urfave/cli/v2"
 )
@@ -17,6 +18,8 @@ func stepCommand(reg *workflow.Registry) *cli.Command {
 			"Every outcome exits 0; the exit status tells busy, broken and defective runs apart.",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print the outcome as one JSON object"},
+			// custodian drive names itself to the steps it runs.
+			&cli.StringFlag{Name: "driver", Hidden: true},
 		},
 		Action: withArgs([]string{"RUN"}, func(c *cli.Context, args []string) error {
 			o, err := workflow.Open(reg, args[0])
@@ -24,6 +27,13 @@ func stepCommand(reg *workflow.Registry) *cli.Command {
 				return err
 			}
 			defer o.Close()
+			if c.IsSet("driver") {
+				p, err := drive.ParseDriverToken(c.String("driver"))
+				if err != nil {
+					return usagef(c, "%v", err)
+				}
+				o.DriveAs(p)
+			}
 			out, err := o.Step()
 			if err != nil {
 				return err

@@ -17,6 +17,10 @@
 //	patched    declares the patch asks-for-owners: a run started with it asks summary for owners too
 //	unpatched  the patch removed again, with its old branch: summary always asks for owners
 //	clock      summary's prompt reads the clock: a non-deterministic definition
+//	fanout     the base notes, and a second definition, fanout: its parameter jobs
+//	           (default 200) names how many jobs j1, j2, ... it hands out at once,
+//	           each writing jN.md, which must not be empty; then it is done
+//	           (the process tests of custodian drive, drive_test.go)
 //
 // Besides the command line, the binary carries two commands of its own for
 // courses that must act without a shell; the custodian binary has neither:
@@ -33,6 +37,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -47,7 +52,7 @@ var variant string
 // variants are the versions a build may name. A binary built with another
 // name (or none) refuses to run, so that a misspelt build fails at once
 // instead of passing for the base.
-var variants = []string{"base", "prompt", "launch", "rename", "formerly", "removed", "patched", "unpatched", "clock"}
+var variants = []string{"base", "prompt", "launch", "rename", "formerly", "removed", "patched", "unpatched", "clock", "fanout"}
 
 // The prompts and paths of the notes definition.
 const (
@@ -75,7 +80,11 @@ func main() {
 			os.Exit(tool(write, os.Args[2:]))
 		}
 	}
-	reg, err := workflow.NewRegistry(notes())
+	defs := []*workflow.Definition{notes()}
+	if variant == "fanout" {
+		defs = append(defs, fanout())
+	}
+	reg, err := workflow.NewRegistry(defs...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -131,6 +140,50 @@ func run(ctx *workflow.Context) error {
 		return nil
 	}
 	ctx.Agent(risks).Wait()
+	return nil
+}
+
+// fanout is the fanout variant's second definition: one round of as many
+// jobs as its parameter jobs says, for the tests of drive's --max-parallel.
+func fanout() *workflow.Definition {
+	return &workflow.Definition{
+		Name:   "fanout",
+		Doc:    "hands out jobs j1, j2, ... at once, each writing jN.md, then is done",
+		Params: []workflow.Param{{Name: "jobs", Doc: "how many jobs to hand out", Default: "200", Validate: isCount}},
+		Run: func(ctx *workflow.Context) error {
+			n, err := strconv.Atoi(ctx.Param("jobs"))
+			if err != nil {
+				return err
+			}
+			handles := make([]*workflow.Handle, n)
+			for i := range handles {
+				name := "j" + strconv.Itoa(i+1)
+				handles[i] = ctx.Agent(workflow.Job{Name: name, Prompt: "Write anything to the output file.",
+					Output: name + ".md", Validate: notEmpty})
+			}
+			ctx.Wait(handles...)
+			return nil
+		},
+	}
+}
+
+// isCount accepts a whole number of jobs, one or more.
+func isCount(s string) error {
+	if n, err := strconv.Atoi(s); err != nil || n < 1 {
+		return errors.New("give a whole number of jobs, 1 or more")
+	}
+	return nil
+}
+
+// notEmpty accepts an output that holds at least one byte.
+func notEmpty(output string) error {
+	info, err := os.Stat(output)
+	if err != nil {
+		return err
+	}
+	if info.Size() == 0 {
+		return workflow.Refuse("write something: the output is empty")
+	}
 	return nil
 }
 
