@@ -43,14 +43,23 @@ func decodeRecord(abs string, data []byte, v any, want int, format func() int) e
 			Format *int `json:"format"`
 		}
 		if json.Unmarshal(data, &head) == nil && head.Format != nil && *head.Format != want {
-			return untrusted(abs, "it has format %d; this custodian reads format %d", *head.Format, want)
+			return &RecordError{Path: abs, Err: &FormatError{Got: *head.Format, Want: want}}
 		}
 		return &RecordError{Path: abs, Err: err}
 	}
 	if got := format(); got != want {
-		return untrusted(abs, "it has format %d; this custodian reads format %d", got, want)
+		return &RecordError{Path: abs, Err: &FormatError{Got: got, Want: want}}
 	}
 	return nil
+}
+
+// FormatError is a record of another format than this custodian reads.
+type FormatError struct {
+	Got, Want int
+}
+
+func (e *FormatError) Error() string {
+	return fmt.Sprintf("it has format %d; this custodian reads format %d", e.Got, e.Want)
 }
 
 // writeRecord replaces the record at rel with v.

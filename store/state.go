@@ -1,6 +1,8 @@
 package store
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"maps"
 	"path"
@@ -15,7 +17,15 @@ import (
 // be finished by that custodian (run.json names its version). A reader of
 // format 1 would have to carry a second copy of every rule about jobs for
 // runs that a redeploy can finish with the binary that started them.
-const StateFormat = 2
+//
+// Format 3 adds the paths the definition looked at (Looked). A format-2
+// state is read as format 3 with none, which is what a custodian that
+// did not keep them knew: the next step that runs to its end records
+// them, and writes format 3.
+const StateFormat = 3
+
+// stateFormatLooked is the last format without State.Looked.
+const stateFormatLooked = 2
 
 // State is state.json: every job's record, the workflow's failure counts and
 // the moves a step still owes. A command that changes the run replaces it
@@ -209,12 +219,33 @@ func NewState(inputState int) *State {
 	}
 }
 
+// readFormat2 reads a format-2 state.json, which differs from format 3 only
+// in lacking Looked: the record gets an empty one, and is then decoded as
+// strictly as any (a format-2 record that has the field is refused as a
+// duplicate).
+func (r *Run) readFormat2(rel string, s *State) (bool, error) {
+	data, info, cut, err := r.tree.readFile(rel, maxRecord)
+	if err != nil || info.Kind != Regular || cut || !bytes.HasPrefix(data, []byte("{")) {
+		return r.readRecord(rel, s, StateFormat, func() int { return s.Format })
+	}
+	data = append([]byte(`{"looked":{},`), data[1:]...)
+	if err := decodeRecord(r.abs(rel), data, s, stateFormatLooked, func() int { return s.Format }); err != nil {
+		return true, err
+	}
+	s.Format = StateFormat
+	return true, nil
+}
+
 // LoadState reads state.json. Every run has one from its start, so a
 // missing one cannot be trusted either; nor can one of another run.
 func (r *Run) LoadState() (*State, error) {
 	rel := statePath("state.json")
 	var s State
 	found, err := r.readRecord(rel, &s, StateFormat, func() int { return s.Format })
+	var old *FormatError
+	if errors.As(err, &old) && old.Got == stateFormatLooked {
+		found, err = r.readFormat2(rel, &s)
+	}
 	switch {
 	case err != nil:
 		return nil, err

@@ -141,7 +141,7 @@ func TestStateDecodingIsStrict(t *testing.T) {
 		}},
 		{"unknown top-level field", func(m map[string]any) string { m["repairs"] = 1; return "" }},
 		{"unknown job field", func(m map[string]any) string { job(m)["repairs"] = 1; return "" }},
-		{"another format", func(m map[string]any) string { m["format"] = 3; return "" }},
+		{"another format", func(m map[string]any) string { m["format"] = 4; return "" }},
 		{"another run", func(m map[string]any) string { m["run"] = strings.Repeat("0", 32); return "" }},
 		{"a job whose name is a path", func(m map[string]any) string {
 			m["jobs"].(map[string]any)["../a"] = job(m)
@@ -502,5 +502,32 @@ func TestARecordOfAnotherFormatSaysSo(t *testing.T) {
 
 	_, err := r.LoadState()
 	require.ErrorIs(t, err, store.ErrUntrusted)
-	assert.Contains(t, err.Error(), "it has format 1; this custodian reads format 2")
+	assert.Contains(t, err.Error(), "it has format 1; this custodian reads format 3")
+}
+
+// A format-2 state, written before the state kept what the definition
+// looked at, is read with nothing looked at; one that has the field is no
+// format-2 state, and is refused.
+func TestAFormat2StateIsRead(t *testing.T) {
+	r := newRun(t)
+	locked(t, r)
+	st := store.NewState(1)
+	st.Run = r.Record.ID
+	st.Steps = 3
+	require.NoError(t, r.SaveState("state", st))
+	format3 := readFile(t, r.StatePath("state.json"))
+	require.Contains(t, format3, `"looked":{}`)
+	format2 := strings.Replace(strings.Replace(format3, `"format":3`, `"format":2`, 1), `"looked":{},`, "", 1)
+	require.NotContains(t, format2, "looked")
+
+	writeFile(t, r.StatePath("state.json"), format2)
+	got, err := r.LoadState()
+	require.NoError(t, err)
+	assert.Equal(t, store.StateFormat, got.Format)
+	assert.Equal(t, 3, got.Steps)
+	assert.Empty(t, got.Looked)
+
+	writeFile(t, r.StatePath("state.json"), strings.Replace(format3, `"format":3`, `"format":2`, 1))
+	_, err = r.LoadState()
+	assert.ErrorIs(t, err, store.ErrUntrusted, "a format-2 state with looked was read")
 }

@@ -27,7 +27,7 @@ func (e *AbandonedError) Unwrap() error { return ErrAbandoned }
 
 // Hint says what is left to do with an abandoned run.
 func (e *AbandonedError) Hint() string {
-	return "the run is ended for good: custodian status and custodian log still read it; start a new run to go on"
+	return "the run is ended for good: custodian status, log and check still read it; start a new run to go on"
 }
 
 // Abandon ends the run for good, for the reason given: the history records

@@ -90,12 +90,15 @@ func (o *Orchestrator) Check(maps ...Map) (Check, error) {
 	}
 	stop := first.state.Workflow.Stopped
 	if stop != nil && first.holdsStop(stop) {
-		c.Items = nondeterminism(first, second)
+		c.Items = append([]CheckItem{}, nondeterminism(first, second)...)
 		c.Changed = len(c.Items) > 0
 		c.Next = &o.decideStopped(first.state, first.effects, stop, rec.reports).outcome
 		return c.refused(o.run.Dir, rec), nil
 	}
 	c.Items = append(nondeterminism(first, second), o.standings(first, last)...)
+	if c.Items == nil {
+		c.Items = []CheckItem{}
+	}
 	if first.lifted {
 		c.Items = append(c.Items, CheckItem{Subject: WorkflowSubject, Details: []string{},
 			Reason: "the stop of a changed definition is lifted: this binary finds the definition as the run recorded it, and lets nothing through"})
@@ -154,7 +157,7 @@ func (o *Orchestrator) nextOutcome(r *replay, rec *loaded) (*Outcome, error) {
 	var p *plan
 	switch {
 	case o.def.checkParams(o.params) != nil:
-		p = o.decideWorkflowStop(st, r.effects, BlockBadParameter, o.def.checkParams(o.params).Error(), "", nil, rec.reports)
+		p = o.decideWorkflowStop(st, r.effects, BlockBadParameter, badParameter(o.def.checkParams(o.params)), "", nil, rec.reports)
 	case len(r.foreseen) > 0 && !r.ranToEnd && !hasHandout(r) && len(r.uncertain) == 0 && len(r.effectBlocks) == 0 && len(r.changes) == 0:
 		// The dry replay stopped where the step would run an effect or ask
 		// a recognizer: what follows that cannot be foreseen.
@@ -188,6 +191,7 @@ func (o *Orchestrator) standings(r *replay, last *Outcome) []CheckItem {
 		changed[c.key] = c
 	}
 	var items []CheckItem
+	changedItem := map[int]bool{} // the items of changes, by index
 	byName := slices.SortedFunc(slices.Values(r.order), func(a, b *named) int { return strings.Compare(a.spec.job.Name, b.spec.job.Name) })
 	var pending []string
 	for _, n := range byName {
@@ -200,6 +204,7 @@ func (o *Orchestrator) standings(r *replay, last *Outcome) []CheckItem {
 			key = n.carriedFrom
 		}
 		if c, ok := changed[key]; ok {
+			changedItem[len(items)] = true
 			items = append(items, CheckItem{Subject: JobSubject(name), Reason: "the definition changed it: " + strings.Join(c.what, "; ") +
 				"; the next step blocks on the changed definition", Details: splitLines(c.detail)})
 			delete(changed, key)
@@ -220,7 +225,7 @@ func (o *Orchestrator) standings(r *replay, last *Outcome) []CheckItem {
 		switch {
 		case r.ranToEnd && js.Accepted != "":
 			items = append(items, CheckItem{Subject: JobSubject(name),
-				Reason: "the definition no longer names it (removed, or renamed without Formerly); its output stays as it was accepted"})
+				Reason: "the run's course no longer names it (something the definition turns on changed); its output stays as it was accepted"})
 		case !r.ranToEnd && len(pending) > 0:
 			items = append(items, CheckItem{Subject: JobSubject(name), Reason: "it waits on " + join(pending)})
 		}
@@ -243,12 +248,19 @@ func (o *Orchestrator) standings(r *replay, last *Outcome) []CheckItem {
 			// A patch is the definition's as a whole.
 			subject, it = WorkflowSubject, "patch "+patch
 		}
+		changedItem[len(items)] = true
 		items = append(items, CheckItem{Subject: subject, Reason: "the definition changed " + it + ": " + strings.Join(c.what, "; ") +
 			"; the next step blocks on the changed definition", Details: splitLines(c.detail)})
 	}
+	stops := len(r.changes) > 0 || o.def.checkParams(o.params) != nil
 	for i := range items {
 		if items[i].Details == nil {
 			items[i].Details = []string{}
+		}
+		if stops && !changedItem[i] {
+			// The next step stops the workflow and changes nothing else:
+			// what the replay found of the rest waits for the operator.
+			items[i].Reason += "; not at the next step, which stops the workflow first"
 		}
 	}
 	return items

@@ -59,10 +59,7 @@ func (o *Orchestrator) decide(rec *loaded, journal func(string, *store.Effect) e
 		return o.decideStopped(st, effects, s, rec.reports), nil
 	}
 	if err := o.def.checkParams(o.params); err != nil {
-		// A parameter the definition no longer takes as it is: no repair
-		// and no release can change a run's parameters.
-		reason := fmt.Sprintf("%v; start a new run with parameters the definition takes: a run's parameters cannot change, and release does not change them", err)
-		return o.decideWorkflowStop(st, effects, BlockBadParameter, reason, "", nil, rec.reports), nil
+		return o.decideWorkflowStop(st, effects, BlockBadParameter, badParameter(err), "", nil, rec.reports), nil
 	}
 	r := newReplay(o, st, effects, limits)
 	r.journal = journal
@@ -95,11 +92,28 @@ func (r *replay) holdsStop(s *store.Stop) bool {
 	return false
 }
 
+// badParameter is the reason of a stop on a parameter the definition no
+// longer takes as it is: no repair and no release can change a run's
+// parameters.
+func badParameter(err error) string {
+	return fmt.Sprintf("%v; start a new run with parameters the definition takes: a run's parameters cannot change, and release does not change them", err)
+}
+
 // decideStopped plans a step while the workflow is stopped: the definition
 // does not run, so an effect left started cannot be recognized, and its
 // fate is uncertain. The step commits only its history.
 func (o *Orchestrator) decideStopped(st *store.State, effects map[string]*store.Effect, s *store.Stop, reports []store.Report) *plan {
 	out := Outcome{Kind: KindBlocked, Blocks: []Block{o.stoppedBlock(WorkflowSubject, s)}}
+	texts := o.startedWhileStopped(&out, effects, reports)
+	st.Steps++
+	return &plan{outcome: out, texts: texts, state: st, events: sealHistory(st, effects, o.stepEvents(out, nil))}
+}
+
+// startedWhileStopped makes a stopped workflow's outcome uncertain when an
+// effect was left started: the definition does not run while it is
+// stopped, so no recognizer can say what took place. It returns the
+// effects' records to write.
+func (o *Orchestrator) startedWhileStopped(out *Outcome, effects map[string]*store.Effect, reports []store.Report) []textFile {
 	var uncertain []EffectState
 	for _, name := range store.EffectNames(effects) {
 		if effects[name].Status == store.EffectStarted {
@@ -107,13 +121,13 @@ func (o *Orchestrator) decideStopped(st *store.State, effects map[string]*store.
 				Detail: "the effect started and its completion was not recorded; the workflow is stopped"})
 		}
 	}
-	var texts []textFile
-	if len(uncertain) > 0 {
-		out.Kind = KindUncertain
-		out.Effects, texts = o.uncertainRecords(uncertain, reports)
+	if len(uncertain) == 0 {
+		return nil
 	}
-	st.Steps++
-	return &plan{outcome: out, texts: texts, state: st, events: sealHistory(st, effects, o.stepEvents(out, nil))}
+	out.Kind = KindUncertain
+	var texts []textFile
+	out.Effects, texts = o.uncertainRecords(uncertain, reports)
+	return texts
 }
 
 // uncertainRecords gives each uncertain effect its record, sorted by name,
@@ -242,10 +256,11 @@ func (o *Orchestrator) decideWorkflowStop(st *store.State, effects map[string]*s
 	w.Stopped = &store.Stop{Kind: string(kind), Reason: reason, Record: rel, Changes: changes}
 	b := Block{Subject: WorkflowSubject, Kind: kind, Reason: reason, Record: o.abs(rel), Permitted: PermitStop, Scope: o.def.repairScope()}
 	out := Outcome{Kind: KindBlocked, Blocks: []Block{b}}
+	texts := append([]textFile{{label: "block", rel: rel, data: stopText(o, b, body, reports)}}, o.startedWhileStopped(&out, effects, reports)...)
 	st.Steps++
 	return &plan{
 		outcome: out,
-		texts:   []textFile{{label: "block", rel: rel, data: stopText(o, b, body, reports)}},
+		texts:   texts,
 		state:   st,
 		events:  sealHistory(st, effects, o.stepEvents(out, nil)),
 	}

@@ -100,7 +100,7 @@ func (d *Definition) limits(p Params) (l Limits, err error) {
 		l = d.Limits(p)
 	}
 	if l.Retries < 0 || l.Repairs < 0 || l.MaxOutput < 0 {
-		return l, &DefinitionError{Definition: d.Name, Rule: fmt.Sprintf("limits {Retries:%d Repairs:%d}: no limit may be negative", l.Retries, l.Repairs)}
+		return l, &DefinitionError{Definition: d.Name, Rule: fmt.Sprintf("limits {Retries:%d Repairs:%d MaxOutput:%d}: no limit may be negative", l.Retries, l.Repairs, l.MaxOutput)}
 	}
 	if l.MaxOutput == 0 {
 		l.MaxOutput = DefaultMaxOutput

@@ -290,28 +290,45 @@ func TestStoppedWorkflowAfterRepeatedFailureIsReleased(t *testing.T) {
 	assert.Equal(t, workflow.PermitRepair, h.blocked()["workflow"].Permitted)
 }
 
-// An input replaced by a folder is the run's trouble, not a broken rule: the
-// run blocks on workflow where the definition named the job, and putting the
-// file back is a repair.
-func TestAnInputThatIsADirectoryBlocksOnWorkflow(t *testing.T) {
-	var at string
-	h := startRun(t, &workflow.Definition{Name: "folder", Run: func(ctx *workflow.Context) error {
-		at = here(1)
-		ctx.Agent(job("a")).Wait()
-		return nil
-	}}, source)
-	h.remove("source.md")
-	require.NoError(t, os.MkdirAll(h.path("source.md"), 0o755))
+// An input replaced by a folder, or by a link, is the run's trouble, not a
+// broken rule: the run blocks on workflow where the definition named the
+// job, and putting the file back is a repair. A link is never followed:
+// its target is not taken for the input, nor the input for missing.
+func TestAnInputThatIsNoRegularFileBlocksOnWorkflow(t *testing.T) {
+	cases := []struct {
+		name    string
+		replace func(h *harness)
+		reason  string
+	}{
+		{"a directory", func(h *harness) { require.NoError(t, os.MkdirAll(h.path("source.md"), 0o755)) },
+			"input source.md is a directory; declare the files in it"},
+		{"a symbolic link", func(h *harness) {
+			h.write("elsewhere.md", source["source.md"])
+			require.NoError(t, os.Symlink("elsewhere.md", h.path("source.md")))
+		}, "input source.md is a symbolic link, which custodian neither follows nor reads; put a regular file there (a copy, not a link)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var at string
+			h := startRun(t, &workflow.Definition{Name: "folder", Run: func(ctx *workflow.Context) error {
+				at = here(1)
+				ctx.Agent(job("a")).Wait()
+				return nil
+			}}, source)
+			h.remove("source.md")
+			tc.replace(h)
 
-	b := h.blocked()["workflow"]
-	assert.Equal(t, workflow.BlockWorkflowError, b.Kind)
-	assert.Equal(t, workflow.PermitRepair, b.Permitted)
-	assert.Contains(t, b.Reason, "input source.md is a directory")
-	assert.Contains(t, recordText(t, b.Record), at)
+			b := h.blocked()["workflow"]
+			assert.Equal(t, workflow.BlockWorkflowError, b.Kind)
+			assert.Equal(t, workflow.PermitRepair, b.Permitted)
+			assert.Contains(t, b.Reason, tc.reason)
+			assert.Contains(t, recordText(t, b.Record), at)
 
-	h.remove("source.md")
-	h.write("source.md", source["source.md"])
-	h.launch("a")
+			h.remove("source.md")
+			h.write("source.md", source["source.md"])
+			h.launch("a")
+		})
+	}
 }
 
 // Gather hands back each path's value; a path whose value is a nil

@@ -32,8 +32,8 @@ func inputState(files *store.Files, s *spec) (store.Inputs, error) {
 		if err != nil {
 			return in, fmt.Errorf("hash input %s: %w", key, err)
 		}
-		if c.Kind == store.Directory {
-			return in, directoryInputError{key}
+		if c.Kind != store.Regular && c.Kind != store.Missing {
+			return in, inputKindError{key: key, kind: c.Kind}
 		}
 		in.Files = append(in.Files, store.FileHash{Path: key, SHA256: c.SHA256})
 	}
@@ -105,10 +105,18 @@ func changes(was, now store.Inputs) []string {
 	return out
 }
 
-// directoryInputError is an input that names a directory: its state cannot be
-// hashed, so the definition must declare the files in it.
-type directoryInputError struct{ key string }
+// inputKindError is an input that is no regular file: a directory, whose
+// state cannot be hashed, so the definition must declare the files in it;
+// or, inside the run, a symbolic link, a named pipe, a socket or a device,
+// which custodian neither follows nor reads.
+type inputKindError struct {
+	key  string
+	kind store.FileKind
+}
 
-func (e directoryInputError) Error() string {
-	return fmt.Sprintf("input %s is a directory; declare the files in it", e.key)
+func (e inputKindError) Error() string {
+	if e.kind == store.Directory {
+		return fmt.Sprintf("input %s is a directory; declare the files in it", e.key)
+	}
+	return fmt.Sprintf("input %s is %s, which custodian neither follows nor reads; put a regular file there (a copy, not a link)", e.key, e.kind)
 }

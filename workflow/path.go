@@ -72,14 +72,14 @@ func (r *replay) breakRule(err error) {
 	r.endPath()
 }
 
-// stopOn ends the calling path with err. An input that is a directory is a
-// failure where the definition named it, which a repair may mend (a file
-// replaced by a folder) or the definition must (a folder declared as an
-// input); any other error is a broken rule or an I/O error, and ends the
+// stopOn ends the calling path with err. An input that is no regular file
+// is a failure where the definition named it, which a repair may mend (a
+// file replaced by a folder or a link) or the definition must (a folder
+// declared as an input); any other error is a broken rule or an I/O error, and ends the
 // step.
 func (r *replay) stopOn(err error) {
-	var dir directoryInputError
-	if errors.As(err, &dir) {
+	var kind inputKindError
+	if errors.As(err, &kind) {
 		r.fail(r.errorFailure(err, r.place(callers(2))))
 		r.endPath()
 	}

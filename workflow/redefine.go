@@ -190,10 +190,11 @@ func (r *replay) lookedNow() map[string]string {
 	return now
 }
 
-// lookAt describes the file or directory at rel, a path the definition
-// looked at, by its kind, size and modification time: what a branch may
-// turn on. A path outside the run, or one that cannot be looked at,
-// counts as such.
+// lookAt describes the path rel the definition looked at by what a branch
+// may turn on, and what a copy of the run keeps: a file by its bytes'
+// hash (one stat through the hash cache), a directory by its names,
+// anything else by its kind. A path outside the run, or one that cannot be
+// looked at, counts as such.
 func (r *replay) lookAt(rel string) string {
 	clean := path.Clean(filepath.ToSlash(rel))
 	if !store.Clean(clean) {
@@ -203,7 +204,21 @@ func (r *replay) lookAt(rel string) string {
 	if err != nil {
 		return "cannot be looked at"
 	}
-	return fmt.Sprintf("%v %d %d", info.Kind, info.Size, info.Mtime)
+	switch info.Kind {
+	case store.Regular:
+		c, err := r.files.Hash(clean, -1)
+		if err != nil {
+			return "cannot be looked at"
+		}
+		return "file " + c.SHA256
+	case store.Directory:
+		names, err := r.run.Names(clean)
+		if err != nil {
+			return "cannot be looked at"
+		}
+		return "directory " + sha256Hex([]byte(strings.Join(names, "\x00")))
+	}
+	return info.Kind.String()
 }
 
 // removedPatches finds patches the definition declared at the run's last

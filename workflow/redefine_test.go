@@ -322,7 +322,11 @@ func TestDefinitionChanged_badParameterStops(t *testing.T) {
 	h.runToDone()
 
 	strict = true
+	c, err := h.o.Check()
+	require.NoError(t, err)
+	require.NotNil(t, c.Next)
 	b := h.blocked()["workflow"]
+	assert.Equal(t, c.Next.Blocks[0].Reason, b.Reason, "check foresaw another reason than the step gave")
 	assert.Equal(t, workflow.BlockBadParameter, b.Kind)
 	assert.Equal(t, workflow.PermitStop, b.Permitted)
 	assert.Contains(t, b.Reason, "start a new run")
@@ -384,4 +388,43 @@ func containsEvent(events []workflow.Event, typ workflow.EventType, subject, tex
 		}
 	}
 	return false
+}
+
+// A step that stops on a parameter while an effect was left started gives
+// uncertain at once, as every later step does: no recognizer runs while
+// the workflow is stopped.
+func TestDefinitionChanged_badParameterWithAnEffectStarted(t *testing.T) {
+	strict := false
+	def := &workflow.Definition{Name: "param",
+		Params: []workflow.Param{{Name: "size", Default: "1", Validate: func(v string) error {
+			if strict && v != "1" {
+				return workflow.Refuse("give 1")
+			}
+			return nil
+		}}},
+		Run: func(ctx *workflow.Context) error {
+			ctx.Agent(job("a")).Wait()
+			ctx.Effect("publish", func() error { return nil })
+			return nil
+		}}
+	dir := filepath.Join(t.TempDir(), "run")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	writeFile(t, filepath.Join(dir, "source.md"), "s\n")
+	reg := registryOf(t, def)
+	o, err := workflow.Start(reg, "param", dir, workflow.Params{"size": "2"})
+	require.NoError(t, err)
+	h := &harness{t: t, reg: reg, dir: dir, o: o}
+	h.launch("a")
+	h.write("a.md", "# A\n")
+	require.ErrorIs(t, h.o.StepEndingIn("publish", false), workflow.ErrEndedInEffect)
+
+	strict = true
+	for range 2 {
+		out := h.step()
+		assert.Equal(t, workflow.KindUncertain, out.Kind)
+		require.Len(t, out.Effects, 1)
+		assert.Equal(t, "publish", out.Effects[0].Name)
+		require.Len(t, out.Blocks, 1)
+		assert.Equal(t, workflow.BlockBadParameter, out.Blocks[0].Kind)
+	}
 }

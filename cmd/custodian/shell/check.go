@@ -2,7 +2,9 @@ package shell
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/custodian-run/custodian/workflow"
 	"github.com/urfave/cli/v2"
@@ -24,9 +26,13 @@ func checkCommand(reg *workflow.Registry) *cli.Command {
 		Action: withArgs([]string{"RUN"}, func(c *cli.Context, args []string) error {
 			var maps []workflow.Map
 			for _, s := range c.StringSlice("map") {
+				if !utf8.ValidString(s) {
+					return &workflow.UsageError{Message: "check: --map is not UTF-8 text", Hint: "give two absolute directories as UTF-8 text: --map /where/it/was=/where/it/is"}
+				}
 				m, err := workflow.ParseMap(s)
-				if err != nil {
-					return usagef(c, "%v", err)
+				var bad *workflow.UsageError
+				if errors.As(err, &bad) {
+					return &workflow.UsageError{Message: "check: " + bad.Message, Hint: bad.Hint}
 				}
 				maps = append(maps, m)
 			}

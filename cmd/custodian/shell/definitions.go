@@ -21,7 +21,7 @@ func definitionsCommand(reg *workflow.Registry) *cli.Command {
 			var b strings.Builder
 			for _, d := range defs {
 				doc, _, _ := strings.Cut(d.Doc, "\n")
-				fmt.Fprintf(&b, "%-*s  %s\n", width, d.Name, doc)
+				b.WriteString(strings.TrimRight(fmt.Sprintf("%-*s  %s", width, d.Name, doc), " ") + "\n")
 				for _, p := range d.Params {
 					fmt.Fprintf(&b, "  --param %s: %s\n", p.Name, paramNote(p))
 				}

@@ -145,6 +145,14 @@ func TestMalformedArgumentsExit2(t *testing.T) {
 		{"launch without a value", []string{"trial", "setup", "parameters", "--launch", "model"}},
 		{"hold that is not a number", []string{"trial", "setup", "busy", "--hold", "soon"}},
 		{"hold of zero", []string{"trial", "setup", "busy", "--hold", "0"}},
+		{"map without =", []string{"check", dir, "--map", "/a"}},
+		{"map of a relative directory", []string{"check", dir, "--map", "a=/b"}},
+		{"map that is not UTF-8", []string{"check", dir, "--map", "/a\xff=/b"}},
+		{"drive without a worker", []string{"drive", dir}},
+		{"drive of an unknown worker", []string{"drive", dir, "--worker", "bogus"}},
+		{"drive exec without a command", []string{"drive", dir, "--worker", "exec"}},
+		{"drive with an unknown placeholder", []string{"drive", dir, "--worker", "exec", "--command", "w {bogus}"}},
+		{"drive with a negative timeout", []string{"drive", dir, "--worker", "exec", "--command", "w", "--timeout", "-1s"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -167,6 +175,10 @@ func TestUsageErrorsNameTheCommandAndItsUsage(t *testing.T) {
 
 	r = custodian(t, "bogus")
 	assert.Equal(t, "custodian: unknown command \"bogus\"\ncustodian: hint: custodian --help lists the commands\n", r.stderr)
+
+	r = custodian(t, "check", t.TempDir(), "--map", "/a")
+	assert.Equal(t, "custodian: check: --map /a is not OLD=NEW\n"+
+		"custodian: hint: give two absolute directories: --map /where/it/was=/where/it/is\n", r.stderr)
 
 	r = custodian(t, "start", "trial", "--param", "novalue")
 	assert.Equal(t, "custodian: start: --param \"novalue\" is not KEY=VALUE\n"+
