@@ -32,8 +32,8 @@ type ExitStatus struct {
 var ExitStatuses = []ExitStatus{
 	{ExitOK, "the command did its work; for `step`, any outcome (blocked and uncertain included)", "act on the outcome"},
 	{ExitFailed, "the request was refused or failed (release a job that is not stopped, an unlisted report event, an I/O error)", "read the message and its hint"},
-	{ExitUsage, "malformed arguments", "fix the command line"},
-	{ExitBusy, "the run is busy: another process holds its lock", "do not start a second loop; tell the operator"},
+	{ExitUsage, "malformed arguments, or a parameter the definition does not take", "fix the command line"},
+	{ExitBusy, "the run is busy: another process holds its lock, or a `custodian drive` or its workers still run", "do not start a second loop; tell the operator"},
 	{ExitUntrusted, "not a run, or its records cannot be trusted", "tell the operator; never edit `.custodian/`"},
 	{ExitDefinition, "the definition broke a rule (two jobs own a path, a job reads an unaccepted output, ...)", "the definition's code must change"},
 }
