@@ -324,7 +324,23 @@ func (d *driver) round(round int, jobs []workflow.Handout) (interrupted bool, er
 	d.sink.Emit(Event{Kind: EventRound, Round: round, Jobs: names})
 	queue := slices.Clone(jobs)
 	running := map[string]*launched{}
-	ended := make(chan *launched)
+	// Room for every launch the round can make, so that no watcher blocks
+	// once the round has stopped listening.
+	ended := make(chan *launched, len(jobs)*(1+workflow.MaxUsageLimited))
+	defer func() {
+		if err != nil {
+			// The round cannot go on (its records cannot be written): no
+			// worker outlives it. Their leases stay in round.json, so the
+			// next command finds them ended.
+			for _, l := range running {
+				l.w.Kill()
+				l.w.Kill()
+			}
+			for _, l := range running {
+				l.w.Wait()
+			}
+		}
+	}()
 	var pause <-chan time.Time
 	for len(queue) > 0 || len(running) > 0 {
 		for len(queue) > 0 && pause == nil && !d.pollInterrupt(running) && (d.opts.MaxParallel <= 0 || len(running) < d.opts.MaxParallel) {
