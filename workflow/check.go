@@ -89,7 +89,7 @@ func (o *Orchestrator) Check(maps ...Map) (Check, error) {
 		return Check{}, err
 	}
 	stop := first.state.Workflow.Stopped
-	if stop != nil && first.holdsStop(stop) {
+	if stop != nil && o.def.checkParams(o.params) == nil && first.holdsStop(stop) {
 		c.Items = append([]CheckItem{}, nondeterminism(first, second)...)
 		c.Changed = len(c.Items) > 0
 		c.Next = &o.decideStopped(first.state, first.effects, stop, rec.reports).outcome

@@ -87,9 +87,24 @@ func (r *replay) holdsStop(s *store.Stop) bool {
 	if len(r.changes) > 0 && maps.Equal(keys, s.Changes) {
 		return true
 	}
+	if !r.ranToEnd && subsetOf(keys, s.Changes) {
+		// The replay did not reach every change the stop lists: what it
+		// did not reach cannot be said to be gone.
+		return true
+	}
 	r.state.Workflow.Stopped = nil
 	r.lifted = len(r.changes) == 0
 	return false
+}
+
+// subsetOf says whether every change in a is in b, as b has it.
+func subsetOf(a, b map[string]string) bool {
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
 }
 
 // badParameter is the reason of a stop on a parameter the definition no
@@ -231,7 +246,7 @@ func (o *Orchestrator) decideReplayed(r *replay, reports []store.Report) (*plan,
 func (o *Orchestrator) forgetCarriedOut(st *store.State, names map[string]bool) {
 	w := &st.Workflow
 	for key, fingerprint := range w.Allowed {
-		if strings.HasPrefix(key, "patch ") || fingerprint == "gone" && !names[key] {
+		if strings.HasPrefix(key, "patch ") || strings.HasPrefix(fingerprint, "gone") && !names[key] {
 			delete(w.Allowed, key)
 		}
 	}

@@ -38,6 +38,26 @@ func Alive(pid int, start string) bool {
 	return GroupLive(pid)
 }
 
+// Running says whether the process pid that started at start still runs,
+// by itself: unlike Alive, no other process of its group stands for it, so
+// that a drive killed while a pipeline it fed lives on counts as ended.
+// Where start times are unknown (not Linux), a process with that pid
+// counts.
+func Running(pid int, start string) bool {
+	if pid < 1 {
+		return false
+	}
+	st, err := readStat(pid)
+	if err == nil {
+		return st.start == start && !st.dead
+	}
+	if !errors.Is(err, errors.ErrUnsupported) {
+		return false
+	}
+	err = unix.Kill(pid, 0)
+	return err == nil || errors.Is(err, unix.EPERM)
+}
+
 // groupProbe says whether any process of the group pgid exists, a zombie
 // included: the system answers for every process, and one this user may
 // not signal exists too.

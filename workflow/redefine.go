@@ -115,7 +115,7 @@ func (r *replay) carryOver(n *named) bool {
 		if js.Input.Output != n.current.Output {
 			what = append(what, fmt.Sprintf("the output path changed: %s → %s", js.Input.Output, n.current.Output))
 		}
-		c := change{key: former, fingerprint: "gone", subject: fmt.Sprintf("job %s, now %s", former, n.spec.job.Name),
+		c := change{key: former, fingerprint: "gone, renamed to " + n.spec.job.Name + " " + digest(n.current), subject: fmt.Sprintf("job %s, now %s", former, n.spec.job.Name),
 			what: append([]string{"renamed to " + n.spec.job.Name + ", and its task changed, so its output cannot carry over"}, what...)}
 		if !r.allowed(c) {
 			r.changes = append(r.changes, c)
@@ -134,7 +134,7 @@ func (r *replay) renamedWithoutFormerly(n *named) {
 		if js == nil || js.Accepted == "" || js.Input.Output != n.spec.output || r.named[old] != nil {
 			continue
 		}
-		c := change{key: old, fingerprint: "gone", subject: "job " + old,
+		c := change{key: old, fingerprint: "gone, its output claimed by " + n.spec.job.Name, subject: "job " + old,
 			what: []string{fmt.Sprintf("it is no longer named, and job %s writes its output %s; "+
 				"if %s is %s renamed, declare Formerly: []string{%q} on it", n.spec.job.Name, n.spec.output, n.spec.job.Name, old, old)}}
 		if !r.allowed(c) {

@@ -153,6 +153,21 @@ func TestDefinitionChanged_stopFollowsTheBinary(t *testing.T) {
 		use(h, changed)
 		assert.Equal(t, workflow.BlockDefinitionChanged, h.blocked()["workflow"].Kind, "going back let the change through")
 	})
+	t.Run("a replay that does not reach the change keeps the stop", func(t *testing.T) {
+		h := finished(t, newVersioned())
+		changed := newVersioned()
+		changed.launchB = map[string]any{"model": "large"}
+		use(h, changed)
+		b1 := h.blocked()["workflow"]
+		require.Equal(t, workflow.BlockDefinitionChanged, b1.Kind)
+		before := outside(t, h.dir)
+		h.write("source.md", "changed\n") // a reopens, so the replay ends before b
+		before["source.md"] = "changed\n"
+		use(h, changed)
+		b2 := h.blocked()["workflow"]
+		assert.Equal(t, b1, b2, "a replay that never reached b lifted its stop")
+		assert.Equal(t, before, outside(t, h.dir), "the stopped run moved or wrote something")
+	})
 	t.Run("other changes stop anew, with their own record", func(t *testing.T) {
 		h := finished(t, newVersioned())
 		first := newVersioned()

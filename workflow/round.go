@@ -143,7 +143,7 @@ func liveDriver(rd *store.Round) (alive, elsewhere bool) {
 	if rd.Host != hostname() {
 		return true, true
 	}
-	return Alive(rd.Driver.Pid, rd.Driver.Start), false
+	return Running(rd.Driver.Pid, rd.Driver.Start), false
 }
 
 // clearRound refuses while another drive drives the run, or while a

@@ -199,3 +199,13 @@ func TestRound_usageLimitedIsFreeUpToTheBound(t *testing.T) {
 	_, err = h.o.Report(workflow.ReportUsageLimited, "", "hit your limit")
 	assert.True(t, errors.Is(err, workflow.ErrRefused) && strings.Contains(err.Error(), "names its job"), "%v", err)
 }
+
+// Running knows a drive by its own process only: a dead drive's pid is not
+// kept alive by its group.
+func TestRunning(t *testing.T) {
+	self, dead := process(t, true), process(t, false)
+	assert.True(t, workflow.Running(self.Pid, self.Start))
+	assert.False(t, workflow.Running(dead.Pid, dead.Start))
+	assert.False(t, workflow.Running(self.Pid, "another start"), "a pid taken over by a later process")
+	assert.False(t, workflow.Running(0, ""))
+}

@@ -281,7 +281,7 @@ func (d *driver) reclaim() error {
 		return err
 	}
 	host, _ := os.Hostname()
-	if !d.opts.Reclaim || rd.Host != host || workflow.Alive(rd.Driver.Pid, rd.Driver.Start) {
+	if !d.opts.Reclaim || rd.Host != host || workflow.Running(rd.Driver.Pid, rd.Driver.Start) {
 		// Refused while they run, or while the drive that launched them
 		// still runs (it ends its own workers), or when nothing here can
 		// end them; a round of ended workers is cleared.

@@ -47,7 +47,7 @@ func trialDemoCommand(reg *workflow.Registry) *cli.Command {
 				return err
 			}
 			interrupts := make(chan os.Signal, 2)
-			signal.Notify(interrupts, syscall.SIGINT, syscall.SIGTERM)
+			signal.Notify(interrupts, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 			defer signal.Stop(interrupts)
 			return demo(c.App.Writer, reg, binary, dir, scenario, c.Int("max-parallel"), interrupts)
 		}),

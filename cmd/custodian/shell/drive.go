@@ -65,7 +65,7 @@ func driveCommand(reg *workflow.Registry) *cli.Command {
 			}
 			defer o.Close()
 			interrupts := make(chan os.Signal, 2)
-			signal.Notify(interrupts, syscall.SIGINT, syscall.SIGTERM)
+			signal.Notify(interrupts, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 			defer signal.Stop(interrupts)
 			progress := drive.NewSink(c.App.ErrWriter, false)
 			if c.Bool("json") {
