@@ -1,6 +1,6 @@
 # The two commands the README gives, and the checks CI runs.
 
-.PHONY: demo test check bench
+.PHONY: demo test check bench bench-cli
 
 demo:
 	go run ./cmd/custodian trial demo
@@ -11,5 +11,12 @@ test:
 check:
 	bash .ci/run
 
+# The Go benchmarks of a step (docs/performance.md): N = 10 to 10,000 jobs
+# and 100 jobs of 1 MiB, finished runs with the hash cache cold and warm,
+# and the first step.
 bench:
-	go test -run '^$$' -bench . -benchtime 3x ./workflow
+	go test -run '^$$' -bench . -benchtime 3x -benchmem ./workflow
+
+# Whole processes against the floor program, in one table (docs/performance.md).
+bench-cli:
+	go run ./testdata/bench/cli

@@ -1,11 +1,11 @@
 package store
 
 import (
-	"bytes"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 )
 
 // The hash cache, .custodian/hashes, maps a file's identity (device, inode,
@@ -38,34 +38,53 @@ const racyWindow = int64(2 * time.Second)
 
 const cacheHeader = "custodian hashes 1"
 
+// hashCache is the cache as one command uses it: the entries it read, in
+// the order of the file, then those it stored.
 type hashCache struct {
 	stamp   int64 // when the command that wrote it began hashing
-	entries map[string]cacheEntry
-	used    map[string]bool // keys looked up or stored by this command
-	dirty   bool            // this command hashed what the cache did not know
-	// hashed are the files this command hashed itself. Within one command
-	// an unchanged identity is trusted without the racy rule, so that an
-	// input that many jobs share is read once: only the definition's own
-	// code writes files during a step, and it writes the same bytes at
-	// every replay.
-	hashed map[string]cacheEntry
+	index   map[string]int32
+	entries []cacheEntry
+	dirty   bool // this command hashed what the cache did not know
 }
 
 type cacheEntry struct {
+	key  string
 	info FileInfo
 	sum  string
+	// used: looked up or stored by this command, so written back.
+	used bool
+	// mine: hashed by this command itself. Within one command an unchanged
+	// identity is trusted without the racy rule, so that an input that
+	// many jobs share is read once: only the definition's own code writes
+	// files during a step, and it writes the same bytes at every replay.
+	mine bool
 }
 
-func (c *hashCache) lookup(key string, info FileInfo) (string, bool) {
-	c.used[key] = true
-	if e, ok := c.hashed[key]; ok && e.info == info {
-		return e.sum, true
+func newHashCache() *hashCache {
+	return &hashCache{index: map[string]int32{}}
+}
+
+// find returns the position of key's entry, or -1 when the cache holds
+// none.
+func (c *hashCache) find(key string) int {
+	if i, ok := c.index[key]; ok {
+		return int(i)
 	}
-	e, ok := c.entries[key]
-	if !ok || e.info != info {
+	return -1
+}
+
+// lookupAt gives the hash of entry i (-1: none) for a file whose identity
+// is info, when the entry may be trusted.
+func (c *hashCache) lookupAt(i int, info FileInfo) (string, bool) {
+	if i < 0 {
 		return "", false
 	}
-	if max(info.Mtime, info.Ctime) >= c.stamp-racyWindow {
+	e := &c.entries[i]
+	e.used = true
+	if e.info != info {
+		return "", false
+	}
+	if !e.mine && max(info.Mtime, info.Ctime) >= c.stamp-racyWindow {
 		return "", false // racy: it may have changed within a tick
 	}
 	return e.sum, true
@@ -75,86 +94,153 @@ func (c *hashCache) store(key string, info FileInfo, sum string) {
 	if strings.ContainsFunc(key, isControl) {
 		return // a key the line format cannot hold is hashed every time
 	}
-	c.used[key] = true
-	c.entries[key] = cacheEntry{info: info, sum: sum}
-	c.hashed[key] = cacheEntry{info: info, sum: sum}
+	e := cacheEntry{key: key, info: info, sum: sum, used: true, mine: true}
+	if i, ok := c.index[key]; ok {
+		c.entries[i] = e
+	} else {
+		c.index[key] = int32(len(c.entries))
+		c.entries = append(c.entries, e)
+	}
 	c.dirty = true
 }
 
 // loadCache reads the hash cache; anything but a whole cache of this run
 // is an empty one.
 func (r *Run) loadCache() *hashCache {
-	c := &hashCache{entries: map[string]cacheEntry{}, used: map[string]bool{}, hashed: map[string]cacheEntry{}}
 	data, info, cut, err := r.tree.readFile(statePath("hashes"), maxRecord)
 	if err != nil || info.Kind != Regular || cut {
-		return c
+		return newHashCache()
 	}
-	if stamp, entries, ok := parseCache(data, r.Record.ID); ok {
-		c.stamp, c.entries = stamp, entries
+	c, ok := readCache(data, r.Record.ID)
+	if !ok {
+		return newHashCache()
 	}
 	return c
 }
 
-// parseCache reads a cache's bytes, or says they are not a cache of run.
+// parseCache reads a cache's bytes into its stamp and its entries by key,
+// or says they are not a cache of run.
 func parseCache(data []byte, run string) (stamp int64, entries map[string]cacheEntry, ok bool) {
-	line, rest, found := bytes.Cut(data, []byte("\n"))
-	head := strings.Fields(string(line))
-	if !found || len(head) != 5 || strings.Join(head[:3], " ") != cacheHeader || head[3] != run {
+	c, ok := readCache(data, run)
+	if !ok {
 		return 0, nil, false
+	}
+	entries = make(map[string]cacheEntry, len(c.entries))
+	for _, e := range c.entries {
+		entries[e.key] = e
+	}
+	return c.stamp, entries, true
+}
+
+// readCache reads a cache's bytes, or says they are not a cache of run.
+// Keys and sums are parts of data, as a string that shares its memory, so
+// that reading ten thousand entries allocates a few times, not per entry:
+// the caller does not change data afterwards.
+func readCache(data []byte, run string) (*hashCache, bool) {
+	text := unsafe.String(unsafe.SliceData(data), len(data))
+	line, rest, found := strings.Cut(text, "\n")
+	head := strings.Fields(line)
+	if !found || len(head) != 5 || strings.Join(head[:3], " ") != cacheHeader || head[3] != run {
+		return nil, false
 	}
 	stamp, err := strconv.ParseInt(head[4], 10, 64)
 	if err != nil {
-		return 0, nil, false
+		return nil, false
 	}
-	entries = make(map[string]cacheEntry, bytes.Count(rest, []byte("\n")))
+	lines := strings.Count(rest, "\n")
+	c := &hashCache{stamp: stamp, index: make(map[string]int32, lines), entries: make([]cacheEntry, 0, lines)}
 	for len(rest) > 0 {
-		line, rest, found = bytes.Cut(rest, []byte("\n"))
+		line, rest, found = strings.Cut(rest, "\n")
 		if !found {
-			return 0, nil, false
+			return nil, false
 		}
-		key, e, ok := parseEntry(line)
+		e, ok := parseEntry(line)
 		if !ok {
-			return 0, nil, false
+			return nil, false
 		}
-		entries[key] = e
+		if _, dup := c.index[e.key]; dup {
+			return nil, false
+		}
+		c.index[e.key] = int32(len(c.entries))
+		c.entries = append(c.entries, e)
 	}
-	return stamp, entries, true
+	return c, true
 }
 
-func parseEntry(line []byte) (string, cacheEntry, bool) {
+// parseEntry reads one line: a SHA-256, five numbers and a key, separated
+// by one space each.
+func parseEntry(line string) (cacheEntry, bool) {
 	var e cacheEntry
-	fields := bytes.SplitN(line, []byte(" "), 7)
-	if len(fields) != 7 || !isHex(string(fields[0]), 64) {
-		return "", e, false
+	if len(line) < 65 || line[64] != ' ' || !isHex(line[:64], 64) {
+		return e, false
 	}
+	e.sum, line = line[:64], line[65:]
 	var nums [5]int64
 	for i := range nums {
-		n, err := strconv.ParseInt(string(fields[i+1]), 10, 64)
-		if err != nil {
-			return "", e, false
+		field, rest, found := strings.Cut(line, " ")
+		n, ok := parseDecimal(field)
+		if !found || !ok {
+			return e, false
 		}
-		nums[i] = n
+		nums[i], line = n, rest
 	}
-	key := string(fields[6])
-	if !ValidKey(key) {
-		return "", e, false
+	if !ValidKey(line) {
+		return e, false
 	}
-	e.sum = string(fields[0])
+	e.key = line
 	e.info = FileInfo{Kind: Regular, Dev: uint64(nums[0]), Ino: uint64(nums[1]), Size: nums[2], Mtime: nums[3], Ctime: nums[4]}
-	return key, e, true
+	return e, true
+}
+
+// parseDecimal reads an integer as strconv.FormatInt writes it.
+func parseDecimal(s string) (int64, bool) {
+	neg := strings.HasPrefix(s, "-")
+	if neg {
+		s = s[1:]
+	}
+	if s == "" || len(s) > 19 || (s[0] == '0' && len(s) > 1) {
+		return 0, false
+	}
+	var n uint64
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	switch {
+	case neg && n <= 1<<63:
+		return -int64(n), true
+	case !neg && n < 1<<63:
+		return int64(n), true
+	}
+	return 0, false
 }
 
 // saveCache writes the entries the command used, stamped with when it
 // began hashing. Entries of files the command did not look at are dropped:
 // the cache holds what the run reads now.
 func (r *Run) saveCache(c *hashCache, begun int64) error {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "%s %s %d\n", cacheHeader, r.Record.ID, begun)
-	for key, e := range c.entries {
-		if !c.used[key] {
+	size := 128
+	for i := range c.entries {
+		size += 172 + len(c.entries[i].key)
+	}
+	b := make([]byte, 0, size)
+	b = fmt.Appendf(b, "%s %s %d\n", cacheHeader, r.Record.ID, begun)
+	for i := range c.entries {
+		e := &c.entries[i]
+		if !e.used {
 			continue
 		}
-		fmt.Fprintf(&b, "%s %d %d %d %d %d %s\n", e.sum, e.info.Dev, e.info.Ino, e.info.Size, e.info.Mtime, e.info.Ctime, key)
+		b = append(b, e.sum...)
+		for _, n := range [...]int64{int64(e.info.Dev), int64(e.info.Ino), e.info.Size, e.info.Mtime, e.info.Ctime} {
+			b = append(b, ' ')
+			b = strconv.AppendInt(b, n, 10)
+		}
+		b = append(b, ' ')
+		b = append(b, e.key...)
+		b = append(b, '\n')
 	}
-	return r.write("hashes", statePath("hashes"), b.Bytes())
+	return r.write("hashes", statePath("hashes"), b)
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Records are JSON, written and read by the codec in this file rather than
@@ -31,9 +32,38 @@ import (
 // written).
 
 // encode renders a record the way every record is stored: compact JSON with
-// a final newline.
+// a final newline. A small record, such as one of the ten thousand events
+// of a step's history, is encoded in a buffer used again and comes back in
+// bytes of its own size.
 func encode(v any) ([]byte, error) {
-	e := encoder{buf: make([]byte, 0, 1024)}
+	bp := encodeBuffers.Get().(*[]byte)
+	e := encoder{buf: (*bp)[:0]}
+	err := e.value(reflect.ValueOf(v))
+	var out []byte
+	if err == nil {
+		out = make([]byte, len(e.buf)+1)
+		copy(out, e.buf)
+		out[len(e.buf)] = '\n'
+	}
+	if cap(e.buf) <= maxPooledEncoding {
+		*bp = e.buf
+		encodeBuffers.Put(bp)
+	}
+	return out, err
+}
+
+var encodeBuffers = sync.Pool{New: func() any {
+	b := make([]byte, 0, 1024)
+	return &b
+}}
+
+// maxPooledEncoding bounds the buffers kept for small records.
+const maxPooledEncoding = 64 << 10
+
+// encodeSized encodes with room for size bytes at first: a record about as
+// large as the last one read is written without growing its buffer.
+func encodeSized(v any, size int) ([]byte, error) {
+	e := encoder{buf: make([]byte, 0, max(size, 1024))}
 	if err := e.value(reflect.ValueOf(v)); err != nil {
 		return nil, err
 	}
@@ -42,7 +72,26 @@ func encode(v any) ([]byte, error) {
 
 type encoder struct{ buf []byte }
 
+// reserve makes room for n more bytes, doubling the buffer rather than
+// growing it by the quarter append grows a large slice by: a record of
+// megabytes is copied a few times, not dozens.
+func (e *encoder) reserve(n int) {
+	if cap(e.buf)-len(e.buf) >= n {
+		return
+	}
+	buf := make([]byte, len(e.buf), 2*cap(e.buf)+n)
+	copy(buf, e.buf)
+	e.buf = buf
+}
+
+// mapEntry is a map's key and value, for writing them in key order.
+type mapEntry struct {
+	key   string
+	value reflect.Value
+}
+
 func (e *encoder) value(v reflect.Value) error {
+	e.reserve(32)
 	switch v.Kind() {
 	case reflect.Pointer:
 		if v.IsNil() {
@@ -56,28 +105,27 @@ func (e *encoder) value(v reflect.Value) error {
 			if i > 0 {
 				e.buf = append(e.buf, ',')
 			}
-			e.buf = strconv.AppendQuote(e.buf[:len(e.buf):len(e.buf)], "")[:len(e.buf)]
-			e.buf = appendString(e.buf, f.name)
-			e.buf = append(e.buf, ':')
+			e.reserve(len(f.quoted))
+			e.buf = append(e.buf, f.quoted...)
 			if err := e.value(v.Field(f.index)); err != nil {
 				return err
 			}
 		}
 		e.buf = append(e.buf, '}')
 	case reflect.Map:
-		keys := make([]string, 0, v.Len())
+		entries := make([]mapEntry, 0, v.Len())
 		for it := v.MapRange(); it.Next(); {
-			keys = append(keys, it.Key().String())
+			entries = append(entries, mapEntry{it.Key().String(), it.Value()})
 		}
-		slices.Sort(keys)
+		slices.SortFunc(entries, func(a, b mapEntry) int { return strings.Compare(a.key, b.key) })
 		e.buf = append(e.buf, '{')
-		for i, k := range keys {
+		for i, me := range entries {
 			if i > 0 {
 				e.buf = append(e.buf, ',')
 			}
-			e.buf = appendString(e.buf, k)
+			e.string(me.key)
 			e.buf = append(e.buf, ':')
-			if err := e.value(v.MapIndex(reflect.ValueOf(k).Convert(v.Type().Key()))); err != nil {
+			if err := e.value(me.value); err != nil {
 				return err
 			}
 		}
@@ -91,6 +139,7 @@ func (e *encoder) value(v reflect.Value) error {
 			if !json.Valid(raw) {
 				return errors.New("encode record: a raw JSON value is not JSON")
 			}
+			e.reserve(len(raw))
 			e.buf = append(e.buf, raw...)
 			return nil
 		}
@@ -105,7 +154,7 @@ func (e *encoder) value(v reflect.Value) error {
 		}
 		e.buf = append(e.buf, ']')
 	case reflect.String:
-		e.buf = appendString(e.buf, v.String())
+		e.string(v.String())
 	case reflect.Bool:
 		e.buf = strconv.AppendBool(e.buf, v.Bool())
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
@@ -116,6 +165,12 @@ func (e *encoder) value(v reflect.Value) error {
 		return fmt.Errorf("encode record: a %s cannot be stored", v.Type())
 	}
 	return nil
+}
+
+// string writes s as a JSON string; every byte may become six.
+func (e *encoder) string(s string) {
+	e.reserve(6*len(s) + 2)
+	e.buf = appendString(e.buf, s)
 }
 
 const hexDigits = "0123456789abcdef"
@@ -173,8 +228,9 @@ type fields struct {
 }
 
 type field struct {
-	name  string
-	index int // in the struct
+	name   string
+	index  int    // in the struct
+	quoted []byte // the name as a key: "name":
 }
 
 var fieldCache sync.Map // reflect.Type → *fields
@@ -194,7 +250,7 @@ func fieldsOf(t reflect.Type) *fields {
 			name = f.Name
 		}
 		fs.byName[name] = len(fs.list)
-		fs.list = append(fs.list, field{name: name, index: i})
+		fs.list = append(fs.list, field{name: name, index: i, quoted: append(appendString(nil, name), ':')})
 	}
 	actual, _ := fieldCache.LoadOrStore(t, fs)
 	return actual.(*fields)
@@ -203,11 +259,14 @@ func fieldsOf(t reflect.Type) *fields {
 var rawMessage = reflect.TypeFor[json.RawMessage]()
 
 // decodeStrict decodes data, one JSON value, into v, a pointer, refusing
-// anything it does not fully understand.
+// anything it does not fully understand. The strings it decodes share
+// data's memory: the caller does not change data afterwards. A state of
+// ten thousand jobs holds some fifty thousand strings, which would
+// otherwise be as many allocations, or a copy of megabytes.
 func decodeStrict(data []byte, v any) error {
-	d := decoder{data: data}
+	d := decoder{data: data, text: unsafe.String(unsafe.SliceData(data), len(data))}
 	d.space()
-	if err := d.value(reflect.ValueOf(v).Elem(), "record"); err != nil {
+	if err := d.value(reflect.ValueOf(v).Elem()); err != nil {
 		return err
 	}
 	d.space()
@@ -219,11 +278,42 @@ func decodeStrict(data []byte, v any) error {
 
 type decoder struct {
 	data []byte
+	text string // data, as a string sharing its memory
 	pos  int
-	// keys is scratch space for map keys, so that reading one does not
-	// allocate unless it is kept.
+	// scratch is space for unescaping a string, so that reading one does
+	// not allocate unless it is kept.
 	scratch []byte
+	// path is where the value being read lies, for an error to name; it is
+	// put into words only when there is an error.
+	path []pathStep
 }
+
+// pathStep is one step of the way to a value: a struct's field, a map's
+// key or a list's index.
+type pathStep struct {
+	name  string // a field's or a key's
+	index int    // a list's, when name is ""
+	key   bool
+}
+
+// at names the value being read: record.jobs["a"].input.files[0].
+func (d *decoder) at() string {
+	b := []byte("record")
+	for _, p := range d.path {
+		switch {
+		case p.key:
+			b = fmt.Appendf(b, "[%q]", p.name)
+		case p.name != "":
+			b = append(append(b, '.'), p.name...)
+		default:
+			b = fmt.Appendf(b, "[%d]", p.index)
+		}
+	}
+	return string(b)
+}
+
+func (d *decoder) push(p pathStep) { d.path = append(d.path, p) }
+func (d *decoder) pop()            { d.path = d.path[:len(d.path)-1] }
 
 // maxDepth bounds how deeply records nest; a record of this engine nests a
 // few levels, and a forged one may not exhaust the stack.
@@ -253,25 +343,25 @@ func (d *decoder) peek() byte {
 
 // literal consumes the word w (null, true, false).
 func (d *decoder) literal(w string) bool {
-	if strings.HasPrefix(string(d.data[d.pos:min(len(d.data), d.pos+len(w))]), w) {
+	if strings.HasPrefix(d.text[d.pos:], w) {
 		d.pos += len(w)
 		return true
 	}
 	return false
 }
 
-func (d *decoder) value(v reflect.Value, at string) error {
-	return d.valueDepth(v, at, 0)
+func (d *decoder) value(v reflect.Value) error {
+	return d.valueDepth(v, 0)
 }
 
-func (d *decoder) valueDepth(v reflect.Value, at string, depth int) error {
+func (d *decoder) valueDepth(v reflect.Value, depth int) error {
 	if depth > maxDepth {
-		return d.errorf("%s nests too deeply", at)
+		return d.errorf("%s nests too deeply", d.at())
 	}
 	d.space()
 	if d.peek() == 'n' {
 		if !d.literal("null") {
-			return d.errorf("%s is not JSON", at)
+			return d.errorf("%s is not JSON", d.at())
 		}
 		switch {
 		case v.Kind() == reflect.Pointer:
@@ -281,30 +371,30 @@ func (d *decoder) valueDepth(v reflect.Value, at string, depth int) error {
 			v.SetBytes([]byte("null"))
 			return nil
 		}
-		return fmt.Errorf("%s is null", at)
+		return fmt.Errorf("%s is null", d.at())
 	}
 	switch v.Kind() {
 	case reflect.Pointer:
 		if v.IsNil() {
 			v.Set(reflect.New(v.Type().Elem()))
 		}
-		return d.valueDepth(v.Elem(), at, depth+1)
+		return d.valueDepth(v.Elem(), depth+1)
 	case reflect.Struct:
-		return d.object(v, at, depth)
+		return d.object(v, depth)
 	case reflect.Map:
-		return d.mapping(v, at, depth)
+		return d.mapping(v, depth)
 	case reflect.Slice:
 		if v.Type() == rawMessage {
 			start := d.pos
-			if err := d.skip(at, depth); err != nil {
+			if err := d.skip(depth); err != nil {
 				return err
 			}
 			v.SetBytes(slices.Clone(d.data[start:d.pos]))
 			return nil
 		}
-		return d.list(v, at, depth)
+		return d.list(v, depth)
 	case reflect.String:
-		s, err := d.str(at)
+		s, err := d.str()
 		if err != nil {
 			return err
 		}
@@ -316,39 +406,51 @@ func (d *decoder) valueDepth(v reflect.Value, at string, depth int) error {
 		case d.literal("false"):
 			v.SetBool(false)
 		default:
-			return fmt.Errorf("%s is not true or false", at)
+			return fmt.Errorf("%s is not true or false", d.at())
 		}
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		n, err := d.integer(at)
+		n, err := d.integer()
 		if err != nil {
 			return err
 		}
 		if v.OverflowInt(n) {
-			return fmt.Errorf("%s is out of range", at)
+			return fmt.Errorf("%s is out of range", d.at())
 		}
 		v.SetInt(n)
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		n, err := d.integer(at)
+		n, err := d.integer()
 		if err != nil {
 			return err
 		}
 		if n < 0 || v.OverflowUint(uint64(n)) {
-			return fmt.Errorf("%s is out of range", at)
+			return fmt.Errorf("%s is out of range", d.at())
 		}
 		v.SetUint(uint64(n))
 	default:
-		return fmt.Errorf("%s: a %s cannot be read", at, v.Type())
+		return fmt.Errorf("%s: a %s cannot be read", d.at(), v.Type())
 	}
 	return nil
 }
 
-func (d *decoder) object(v reflect.Value, at string, depth int) error {
+func (d *decoder) object(v reflect.Value, depth int) error {
 	if d.peek() != '{' {
-		return fmt.Errorf("%s is not an object", at)
+		return fmt.Errorf("%s is not an object", d.at())
 	}
 	d.pos++
 	fs := fieldsOf(v.Type())
-	seen := make([]bool, len(fs.list))
+	// Which fields were read: in a word for the records' structs, which
+	// have fewer than 64 fields.
+	var seenWord uint64
+	var seenMore []bool
+	if len(fs.list) > 64 {
+		seenMore = make([]bool, len(fs.list))
+	}
+	seen := func(i int) bool {
+		if seenMore != nil {
+			return seenMore[i]
+		}
+		return seenWord&(1<<i) != 0
+	}
 	first := true
 	for {
 		d.space()
@@ -356,23 +458,29 @@ func (d *decoder) object(v reflect.Value, at string, depth int) error {
 			d.pos++
 			break
 		}
-		key, err := d.key(at)
+		key, err := d.key()
 		if err != nil {
 			return err
 		}
 		i, ok := fs.byName[string(key)]
 		if !ok {
-			return fmt.Errorf("%s has an unknown field %q", at, key)
+			return fmt.Errorf("%s has an unknown field %q", d.at(), key)
 		}
-		if seen[i] {
-			return fmt.Errorf("%s has the field %q twice", at, key)
+		if seen(i) {
+			return fmt.Errorf("%s has the field %q twice", d.at(), key)
 		}
-		seen[i] = true
+		if seenMore != nil {
+			seenMore[i] = true
+		} else {
+			seenWord |= 1 << i
+		}
 		f := fs.list[i]
-		if err := d.valueDepth(v.Field(f.index), at+"."+f.name, depth+1); err != nil {
+		d.push(pathStep{name: f.name})
+		if err := d.valueDepth(v.Field(f.index), depth+1); err != nil {
 			return err
 		}
-		if done, err := d.next('}', at); err != nil || done {
+		d.pop()
+		if done, err := d.next('}'); err != nil || done {
 			if err != nil {
 				return err
 			}
@@ -380,21 +488,22 @@ func (d *decoder) object(v reflect.Value, at string, depth int) error {
 		}
 		first = false
 	}
-	for i, ok := range seen {
-		if !ok {
-			return fmt.Errorf("%s has no field %q", at, fs.list[i].name)
+	for i := range fs.list {
+		if !seen(i) {
+			return fmt.Errorf("%s has no field %q", d.at(), fs.list[i].name)
 		}
 	}
 	return nil
 }
 
-func (d *decoder) mapping(v reflect.Value, at string, depth int) error {
+func (d *decoder) mapping(v reflect.Value, depth int) error {
 	if d.peek() != '{' {
-		return fmt.Errorf("%s is not an object", at)
+		return fmt.Errorf("%s is not an object", d.at())
 	}
 	d.pos++
 	t := v.Type()
 	m := reflect.MakeMap(t)
+	key := reflect.New(t.Key()).Elem()
 	elem := reflect.New(t.Elem()).Elem()
 	first := true
 	for {
@@ -403,20 +512,22 @@ func (d *decoder) mapping(v reflect.Value, at string, depth int) error {
 			d.pos++
 			break
 		}
-		raw, err := d.key(at)
+		name, err := d.keyString()
 		if err != nil {
 			return err
 		}
-		key := reflect.ValueOf(string(raw)).Convert(t.Key())
+		key.SetString(name)
 		if m.MapIndex(key).IsValid() {
-			return fmt.Errorf("%s has the key %q twice", at, raw)
+			return fmt.Errorf("%s has the key %q twice", d.at(), name)
 		}
 		elem.SetZero()
-		if err := d.valueDepth(elem, fmt.Sprintf("%s[%q]", at, raw), depth+1); err != nil {
+		d.push(pathStep{name: name, key: true})
+		if err := d.valueDepth(elem, depth+1); err != nil {
 			return err
 		}
+		d.pop()
 		m.SetMapIndex(key, elem)
-		if done, err := d.next('}', at); err != nil || done {
+		if done, err := d.next('}'); err != nil || done {
 			if err != nil {
 				return err
 			}
@@ -428,24 +539,30 @@ func (d *decoder) mapping(v reflect.Value, at string, depth int) error {
 	return nil
 }
 
-func (d *decoder) list(v reflect.Value, at string, depth int) error {
+func (d *decoder) list(v reflect.Value, depth int) error {
 	if d.peek() != '[' {
-		return fmt.Errorf("%s is not a list", at)
+		return fmt.Errorf("%s is not a list", d.at())
 	}
 	d.pos++
-	s := reflect.MakeSlice(v.Type(), 0, 0)
 	d.space()
 	if d.peek() == ']' {
 		d.pos++
-		v.Set(s)
+		v.Set(reflect.MakeSlice(v.Type(), 0, 0))
 		return nil
 	}
+	// Grown in place: v is a field or a map's element, so addressable.
+	v.SetZero()
 	for i := 0; ; i++ {
-		s = reflect.Append(s, reflect.Zero(v.Type().Elem()))
-		if err := d.valueDepth(s.Index(i), fmt.Sprintf("%s[%d]", at, i), depth+1); err != nil {
+		if i == v.Cap() {
+			v.Grow(max(1, i))
+		}
+		v.SetLen(i + 1)
+		d.push(pathStep{index: i})
+		if err := d.valueDepth(v.Index(i), depth+1); err != nil {
 			return err
 		}
-		done, err := d.next(']', at)
+		d.pop()
+		done, err := d.next(']')
 		if err != nil {
 			return err
 		}
@@ -453,12 +570,11 @@ func (d *decoder) list(v reflect.Value, at string, depth int) error {
 			break
 		}
 	}
-	v.Set(s)
 	return nil
 }
 
 // next consumes a comma, or the closing byte: done.
-func (d *decoder) next(closing byte, at string) (done bool, err error) {
+func (d *decoder) next(closing byte) (done bool, err error) {
 	d.space()
 	switch d.peek() {
 	case ',':
@@ -468,41 +584,71 @@ func (d *decoder) next(closing byte, at string) (done bool, err error) {
 		d.pos++
 		return true, nil
 	}
-	return false, d.errorf("%s: expected ',' or %q", at, closing)
+	return false, d.errorf("%s: expected ',' or %q", d.at(), closing)
 }
 
 // key reads an object's key and its colon. The bytes returned are valid
 // until the next read.
-func (d *decoder) key(at string) ([]byte, error) {
+func (d *decoder) key() ([]byte, error) {
 	d.space()
 	if d.peek() != '"' {
-		return nil, d.errorf("%s: expected a key", at)
+		return nil, d.errorf("%s: expected a key", d.at())
 	}
-	raw, err := d.strBytes(at)
+	raw, err := d.strBytes()
 	if err != nil {
 		return nil, err
 	}
-	d.space()
-	if d.peek() != ':' {
-		return nil, d.errorf("%s: expected ':' after key %q", at, raw)
+	if err := d.colon(); err != nil {
+		return nil, fmt.Errorf("%w %q", err, raw)
 	}
-	d.pos++
 	return raw, nil
 }
 
-func (d *decoder) str(at string) (string, error) {
-	raw, err := d.strBytes(at)
+// keyString reads a map's key, to keep, and its colon.
+func (d *decoder) keyString() (string, error) {
+	d.space()
+	if d.peek() != '"' {
+		return "", d.errorf("%s: expected a key", d.at())
+	}
+	s, err := d.str()
 	if err != nil {
 		return "", err
+	}
+	if err := d.colon(); err != nil {
+		return "", fmt.Errorf("%w %q", err, s)
+	}
+	return s, nil
+}
+
+// colon consumes the colon after a key; the error wants the key after it.
+func (d *decoder) colon() error {
+	d.space()
+	if d.peek() != ':' {
+		return d.errorf("%s: expected ':' after key", d.at())
+	}
+	d.pos++
+	return nil
+}
+
+// str reads a JSON string to keep: without escapes, a part of the record's
+// one string; with them, a string of its own.
+func (d *decoder) str() (string, error) {
+	start := d.pos + 1
+	raw, err := d.strBytes()
+	if err != nil {
+		return "", err
+	}
+	if d.pos-1-start == len(raw) {
+		return d.text[start : d.pos-1], nil
 	}
 	return string(raw), nil
 }
 
 // strBytes reads a JSON string. Without escapes it returns the bytes in
 // place; with them, it unescapes into scratch space.
-func (d *decoder) strBytes(at string) ([]byte, error) {
+func (d *decoder) strBytes() ([]byte, error) {
 	if d.peek() != '"' {
-		return nil, fmt.Errorf("%s is not a string", at)
+		return nil, fmt.Errorf("%s is not a string", d.at())
 	}
 	d.pos++
 	start := d.pos
@@ -513,20 +659,20 @@ func (d *decoder) strBytes(at string) ([]byte, error) {
 			s := d.data[start:d.pos]
 			d.pos++
 			if !utf8.Valid(s) {
-				return nil, fmt.Errorf("%s is not valid UTF-8", at)
+				return nil, fmt.Errorf("%s is not valid UTF-8", d.at())
 			}
 			return s, nil
 		case c == '\\':
-			return d.escaped(start, at)
+			return d.escaped(start)
 		case c < 0x20:
-			return nil, d.errorf("%s has a control character in a string", at)
+			return nil, d.errorf("%s has a control character in a string", d.at())
 		}
 		d.pos++
 	}
-	return nil, d.errorf("%s: a string is not closed", at)
+	return nil, d.errorf("%s: a string is not closed", d.at())
 }
 
-func (d *decoder) escaped(start int, at string) ([]byte, error) {
+func (d *decoder) escaped(start int) ([]byte, error) {
 	out := append(d.scratch[:0], d.data[start:d.pos]...)
 	for d.pos < len(d.data) {
 		c := d.data[d.pos]
@@ -535,11 +681,11 @@ func (d *decoder) escaped(start int, at string) ([]byte, error) {
 			d.pos++
 			d.scratch = out
 			if !utf8.Valid(out) {
-				return nil, fmt.Errorf("%s is not valid UTF-8", at)
+				return nil, fmt.Errorf("%s is not valid UTF-8", d.at())
 			}
 			return out, nil
 		case c < 0x20:
-			return nil, d.errorf("%s has a control character in a string", at)
+			return nil, d.errorf("%s has a control character in a string", d.at())
 		case c != '\\':
 			out = append(out, c)
 			d.pos++
@@ -565,7 +711,7 @@ func (d *decoder) escaped(start int, at string) ([]byte, error) {
 		case 'u':
 			r, ok := d.hex4()
 			if !ok {
-				return nil, d.errorf("%s has a bad \\u escape", at)
+				return nil, d.errorf("%s has a bad \\u escape", d.at())
 			}
 			if utf16.IsSurrogate(r) {
 				r2 := utf8.RuneError
@@ -579,17 +725,17 @@ func (d *decoder) escaped(start int, at string) ([]byte, error) {
 			}
 			out = utf8.AppendRune(out, r)
 		default:
-			return nil, d.errorf("%s has a bad escape", at)
+			return nil, d.errorf("%s has a bad escape", d.at())
 		}
 	}
-	return nil, d.errorf("%s: a string is not closed", at)
+	return nil, d.errorf("%s: a string is not closed", d.at())
 }
 
 func (d *decoder) hex4() (rune, bool) {
 	if d.pos+4 > len(d.data) {
 		return 0, false
 	}
-	n, err := strconv.ParseUint(string(d.data[d.pos:d.pos+4]), 16, 16)
+	n, err := strconv.ParseUint(d.text[d.pos:d.pos+4], 16, 16)
 	if err != nil {
 		return 0, false
 	}
@@ -598,7 +744,7 @@ func (d *decoder) hex4() (rune, bool) {
 }
 
 // integer reads a JSON number that is a whole number.
-func (d *decoder) integer(at string) (int64, error) {
+func (d *decoder) integer() (int64, error) {
 	start := d.pos
 	if d.peek() == '-' {
 		d.pos++
@@ -608,26 +754,26 @@ func (d *decoder) integer(at string) (int64, error) {
 		d.pos++
 	}
 	if d.pos == digits {
-		return 0, fmt.Errorf("%s is not a number", at)
+		return 0, fmt.Errorf("%s is not a number", d.at())
 	}
 	if d.data[digits] == '0' && d.pos-digits > 1 {
-		return 0, fmt.Errorf("%s is a number with a leading zero", at)
+		return 0, fmt.Errorf("%s is a number with a leading zero", d.at())
 	}
 	switch d.peek() {
 	case '.', 'e', 'E':
-		return 0, fmt.Errorf("%s is not a whole number", at)
+		return 0, fmt.Errorf("%s is not a whole number", d.at())
 	}
-	n, err := strconv.ParseInt(string(d.data[start:d.pos]), 10, 64)
+	n, err := strconv.ParseInt(d.text[start:d.pos], 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("%s is out of range", at)
+		return 0, fmt.Errorf("%s is out of range", d.at())
 	}
 	return n, nil
 }
 
 // skip consumes any JSON value, checking its syntax.
-func (d *decoder) skip(at string, depth int) error {
+func (d *decoder) skip(depth int) error {
 	if depth > maxDepth {
-		return d.errorf("%s nests too deeply", at)
+		return d.errorf("%s nests too deeply", d.at())
 	}
 	d.space()
 	switch c := d.peek(); {
@@ -644,14 +790,14 @@ func (d *decoder) skip(at string, depth int) error {
 		}
 		for {
 			if c == '{' {
-				if _, err := d.key(at); err != nil {
+				if _, err := d.key(); err != nil {
 					return err
 				}
 			}
-			if err := d.skip(at, depth+1); err != nil {
+			if err := d.skip(depth + 1); err != nil {
 				return err
 			}
-			done, err := d.next(closing, at)
+			done, err := d.next(closing)
 			if err != nil {
 				return err
 			}
@@ -660,7 +806,7 @@ func (d *decoder) skip(at string, depth int) error {
 			}
 		}
 	case c == '"':
-		_, err := d.strBytes(at)
+		_, err := d.strBytes()
 		return err
 	case c == 't' && d.literal("true"), c == 'f' && d.literal("false"), c == 'n' && d.literal("null"):
 		return nil
@@ -670,12 +816,12 @@ func (d *decoder) skip(at string, depth int) error {
 			d.pos++
 		}
 		if !json.Valid(d.data[start:d.pos]) {
-			return d.errorf("%s has a bad number", at)
+			return d.errorf("%s has a bad number", d.at())
 		}
-		if f, err := strconv.ParseFloat(string(d.data[start:d.pos]), 64); err != nil || math.IsInf(f, 0) {
-			return d.errorf("%s has a number out of range", at)
+		if f, err := strconv.ParseFloat(d.text[start:d.pos], 64); err != nil || math.IsInf(f, 0) {
+			return d.errorf("%s has a number out of range", d.at())
 		}
 		return nil
 	}
-	return d.errorf("%s is not JSON", at)
+	return d.errorf("%s is not JSON", d.at())
 }

@@ -124,7 +124,7 @@ func (r *Run) Identity(rel string) (string, error) {
 		return fmt.Sprintf("%s %d:%d %d", kindWord(info.Kind), info.Dev, info.Ino, info.Size), nil
 	}
 	defer unix.Close(fd)
-	sum, err := hashFD(fd)
+	sum, err := hashFD(fd, info.Size)
 	if err != nil {
 		return "", &IOError{Op: "read", Path: r.abs(rel), Err: err}
 	}
@@ -167,6 +167,11 @@ type Files struct {
 	// locate says where a file outside the run recorded at key is found
 	// now; nil finds it at key.
 	locate func(key string) string
+	// listings are what Files learned of directories, by run-relative
+	// path; the last one asked about is at hand.
+	listings    map[string]*listing
+	lastDir     string
+	lastListing *listing
 }
 
 // Locate makes f find a file outside the run, recorded at key, at
@@ -186,7 +191,14 @@ func (r *Run) Files() *Files {
 // Hash returns what the file at key holds: a run-relative path, read
 // through the run's tree, or an absolute path outside the run, read as
 // declared. A regular file over limit bytes (limit < 0: no limit) is not
-// read; nothing that is not a regular file is ever opened.
+// read; nothing that lstat, or the listing of its directory, shows to be
+// other than a regular file is ever opened. (A file put in place of a
+// regular one between that look and the open is opened without blocking,
+// found by fstat, and closed unread.)
+//
+// A file the cache knows costs an lstat. One it does not know costs an
+// open, an fstat, its reads and a close: once enough of them lie in one
+// directory, its listing stands in for their lstats.
 func (f *Files) Hash(key string, limit int64) (Content, error) {
 	if strings.HasPrefix(key, "/") {
 		return f.hashOutside(key, limit)
@@ -199,19 +211,33 @@ func (f *Files) Hash(key string, limit int64) (Content, error) {
 	if err != nil {
 		return Content{}, f.run.readError(key, err)
 	}
-	info, err := lstatAt(dfd, name)
-	if err != nil {
-		return Content{}, &IOError{Op: "read", Path: f.run.abs(key), Err: err}
+	// A file the cache does not know is read, unless it is no regular
+	// file: when its directory's listing says it is one, the lstat is
+	// spared, and the fstat of the open file says what it is, as ever.
+	entry := f.cache.find(key)
+	listedRegular := false
+	if entry < 0 {
+		kind, listed := f.listed(key)
+		listedRegular = listed && kind == Regular
 	}
-	c, known := f.known(key, info, limit)
-	if known {
-		return c, nil
+	if !listedRegular {
+		info, err := lstatAt(dfd, name)
+		if err != nil {
+			return Content{}, &IOError{Op: "read", Path: f.run.abs(key), Err: err}
+		}
+		if c, known := f.knownAt(entry, info, limit); known {
+			return c, nil
+		}
 	}
 	fd, info, err := openRegularAt(dfd, name, key)
 	if err != nil {
 		return Content{}, &IOError{Op: "read", Path: f.run.abs(key), Err: err}
 	}
-	return f.hashOpen(key, fd, info, limit, f.run.abs(key))
+	c, err := f.hashOpen(key, fd, info, limit)
+	if err != nil {
+		return Content{}, &IOError{Op: "read", Path: f.run.abs(key), Err: err}
+	}
+	return c, nil
 }
 
 func (f *Files) hashOutside(key string, limit int64) (Content, error) {
@@ -248,28 +274,37 @@ func (f *Files) hashOutside(key string, limit int64) (Content, error) {
 		unix.Close(fd)
 		fd = -1
 	}
-	return f.hashOpen(key, fd, info, limit, path)
+	c, herr := f.hashOpen(key, fd, info, limit)
+	if herr != nil {
+		return Content{}, &IOError{Op: "read", Path: path, Err: herr}
+	}
+	return c, nil
 }
 
 // known answers from what lstat says without opening the file: for
 // anything but a regular file, for one over the limit, and for one the
 // cache knows.
 func (f *Files) known(key string, info FileInfo, limit int64) (Content, bool) {
+	return f.knownAt(f.cache.find(key), info, limit)
+}
+
+// knownAt is known, for the cache's entry at position entry (-1: none).
+func (f *Files) knownAt(entry int, info FileInfo, limit int64) (Content, bool) {
 	switch {
 	case info.Kind != Regular:
 		return Content{Kind: info.Kind}, true
 	case limit >= 0 && info.Size > limit:
 		return Content{Kind: Regular, Size: info.Size, Over: true}, true
 	}
-	if sum, ok := f.cache.lookup(key, info); ok {
+	if sum, ok := f.cache.lookupAt(entry, info); ok {
 		return Content{Kind: Regular, Size: info.Size, SHA256: sum}, true
 	}
 	return Content{}, false
 }
 
 // hashOpen hashes the open regular file fd (fd < 0: not regular, kind in
-// info) and closes it.
-func (f *Files) hashOpen(key string, fd int, info FileInfo, limit int64, abs string) (Content, error) {
+// info) and closes it. An error is the read's, for the caller to name.
+func (f *Files) hashOpen(key string, fd int, info FileInfo, limit int64) (Content, error) {
 	if fd < 0 {
 		return Content{Kind: info.Kind}, nil
 	}
@@ -277,9 +312,9 @@ func (f *Files) hashOpen(key string, fd int, info FileInfo, limit int64, abs str
 	if limit >= 0 && info.Size > limit {
 		return Content{Kind: Regular, Size: info.Size, Over: true}, nil
 	}
-	sum, err := hashFD(fd)
+	sum, err := hashFD(fd, info.Size)
 	if err != nil {
-		return Content{}, &IOError{Op: "read", Path: abs, Err: err}
+		return Content{}, err
 	}
 	f.cache.store(key, info, sum)
 	return Content{Kind: Regular, Size: info.Size, SHA256: sum}, nil
@@ -294,6 +329,69 @@ func (f *Files) Save() error {
 	}
 	return f.run.saveCache(f.cache, f.begun)
 }
+
+// Stat says what lies at rel, a path inside the run, as Run.Stat does. It
+// is for paths that are usually missing, such as problem reports: once
+// enough of them have been asked for in one directory, one read of the
+// directory says which names it holds, and a name it does not hold is
+// missing without an lstat of its own. A name it holds is looked at with
+// lstat as ever. The read is a snapshot of the command's own: a step
+// assumes its workers have finished, and nobody else writes beside the
+// outputs while it runs.
+func (f *Files) Stat(rel string) (FileInfo, error) {
+	if Clean(rel) {
+		if kind, listed := f.listed(rel); listed && kind == Missing {
+			return FileInfo{}, nil
+		}
+	}
+	return f.run.Stat(rel)
+}
+
+// listed says what kind of file the listing of the directory of rel, a
+// clean path inside the run, shows at rel, if the directory has been read:
+// it is read once enough of its names have been asked about, by Stat or
+// for a file the hash cache does not know. A listing is what the directory
+// held when it was read: only a missing name, for Stat, is taken from it
+// without an lstat.
+func (f *Files) listed(rel string) (kind FileKind, listed bool) {
+	dir, name := ".", rel
+	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
+		dir, name = rel[:i], rel[i+1:]
+	}
+	l := f.lastListing
+	if l == nil || f.lastDir != dir {
+		if f.listings == nil {
+			f.listings = map[string]*listing{}
+		}
+		if l = f.listings[dir]; l == nil {
+			l = &listing{}
+			f.listings[dir] = l
+		}
+		f.lastDir, f.lastListing = dir, l
+	}
+	if l.names == nil {
+		l.asked++
+		if l.asked < minListing || l.asked&(l.asked-1) != 0 {
+			return Missing, false
+		}
+		if l.names = f.run.tree.listing(dir, l.asked); l.names == nil {
+			return Missing, false
+		}
+	}
+	return l.names[name], true
+}
+
+// listing is what Files knows of one directory: how often it was asked
+// about it, and, once read, the kind of each name it holds (Missing for
+// none).
+type listing struct {
+	asked int
+	names map[string]FileKind
+}
+
+// minListing is how many paths of one directory Files looks at one by one
+// before it reads the directory.
+const minListing = 64
 
 // KeyPath returns the absolute path of an input key: a run-relative key
 // inside the run, an absolute one as it is.
