@@ -46,8 +46,9 @@ type State struct {
 	Replayed int      `json:"replayed"`
 	Named    []string `json:"named"`
 	// Looked holds, for each path the definition asked Context.Path for
-	// at the last replay that ran to its end, its kind, size and
-	// modification time: a job no longer named while they, and every
+	// at the last replay that ran to its end, what it held (a file's
+	// hash, a directory's names, another kind's name): a job no longer
+	// named while they, and every
 	// job's standing, are as they were was dropped by the definition's
 	// code, not by the run's course.
 	Looked map[string]string `json:"looked"`

@@ -43,15 +43,21 @@ func (o *Orchestrator) Report(event, job, text string) (Report, error) {
 				"job %q is not a job of run %s", job, o.run.Dir)
 		}
 		var err error
-		rep, err = o.run.WriteReport(rec.state.Reports, store.Report{Event: event, Job: job, Text: text, At: store.Now(),
-			Seq: rec.state.Seq, Step: rec.state.Steps})
-		if err != nil {
-			return err
-		}
-		// The state counts the report: its rename commits it. A report that
-		// ends before leaves a line the next report replaces.
-		rec.state.Reports = rep.Number
-		return o.run.SaveState("report-state", rec.state)
+		rep, err = o.commitReport(rec, event, job, text)
+		return err
 	})
 	return rep, err
+}
+
+// commitReport writes a report and commits the state that counts it: the
+// state's rename commits the report, and a report that ends before leaves
+// a line the next report replaces.
+func (o *Orchestrator) commitReport(rec *loaded, event, job, text string) (Report, error) {
+	rep, err := o.run.WriteReport(rec.state.Reports, store.Report{Event: event, Job: job, Text: text, At: store.Now(),
+		Seq: rec.state.Seq, Step: rec.state.Steps})
+	if err != nil {
+		return rep, err
+	}
+	rec.state.Reports = rep.Number
+	return rep, o.run.SaveState("report-state", rec.state)
 }

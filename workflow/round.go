@@ -303,13 +303,8 @@ func (o *Orchestrator) ReportUsageLimited(job, text string) (rep Report, free bo
 		t.UsageLimited++
 		free = t.UsageLimited <= MaxUsageLimited
 		var err error
-		rep, err = o.run.WriteReport(rec.state.Reports, store.Report{Event: ReportUsageLimited, Job: job, Text: text, At: store.Now(),
-			Seq: rec.state.Seq, Step: rec.state.Steps})
-		if err != nil {
-			return err
-		}
-		rec.state.Reports = rep.Number
-		return o.run.SaveState("report-state", rec.state)
+		rep, err = o.commitReport(rec, ReportUsageLimited, job, text)
+		return err
 	})
 	return rep, free, err
 }
