@@ -12,6 +12,7 @@
 //	    reports.jsonl             the agent orchestrator's reports, one per line
 //	    history/<seq>.jsonl       the events of the seq-th command that committed
 //	    hashes                    the hash cache: derived data, rebuilt when missing
+//	    verdicts                  the validators' remembered verdicts: derived data
 //	    lock                      locked by a running command, with the state directory
 //	    round.json                the round of workers custodian drive has in flight
 //	    jobs/<job>/prompt-<n>.md  the prompt of the job's n-th hand-out
@@ -49,7 +50,12 @@
 //
 // The hash cache, .custodian/hashes, is derived data, not a record: it maps
 // a file's identity to the SHA-256 of its bytes, and a missing, damaged or
-// foreign cache is an empty one, rebuilt by hashing, never an error.
+// foreign cache is an empty one, rebuilt by hashing, never an error. So is
+// the verdict cache, .custodian/verdicts (verdicts.go): which outputs the
+// validators of one build of the code accepted; a missing, damaged or
+// foreign one costs a validation per accepted output. A prefetch
+// (prefetch.go) looks at the files a step will hash on the machine's other
+// cores, through descriptors of its own, confined as the tree's are.
 //
 // Every record is written by one helper, Run.write: the bytes go to a
 // temporary file in the target's directory, which is synced and renamed

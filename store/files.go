@@ -172,6 +172,8 @@ type Files struct {
 	listings    map[string]*listing
 	lastDir     string
 	lastListing *listing
+	// pre is what the lookers of a prefetch found, until it is settled.
+	pre *prefetch
 }
 
 // Locate makes f find a file outside the run, recorded at key, at
@@ -202,6 +204,11 @@ func (r *Run) Files() *Files {
 func (f *Files) Hash(key string, limit int64) (Content, error) {
 	if strings.HasPrefix(key, "/") {
 		return f.hashOutside(key, limit)
+	}
+	if it, ok := f.prefetched(key); ok {
+		if c, ok := f.fromPrefetch(it, limit); ok {
+			return c, nil
+		}
 	}
 	t := f.run.tree
 	dfd, name, err := t.split(key, false)

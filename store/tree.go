@@ -652,6 +652,11 @@ func (t *tree) listing(rel string, asked int) map[string]FileKind {
 	if err != nil {
 		return nil
 	}
+	return listingAt(dfd, asked)
+}
+
+// listingAt is listing, for the directory open at dfd.
+func listingAt(dfd int, asked int) map[string]FileKind {
 	// A descriptor of its own, so that reading does not move the shared
 	// one's position.
 	fd, err := unix.Openat(dfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)

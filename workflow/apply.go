@@ -56,6 +56,12 @@ func (o *Orchestrator) apply(p *plan) error {
 			return err
 		}
 	}
+	// So are the verdicts: the old ones are as true as they were.
+	if p.verdicts != nil {
+		if err := p.verdicts.Save(); err != nil {
+			return err
+		}
+	}
 	if err := o.commit("state", p.state, p.events); err != nil {
 		return err
 	}

@@ -35,6 +35,8 @@ type plan struct {
 	// files hashed the run's files; it keeps what it learned in the cache.
 	// Nil when the step hashed nothing.
 	files *store.Files
+	// verdicts are the validators' verdicts; it keeps those it learned.
+	verdicts *store.Verdicts
 }
 
 // textFile is a prompt file or a block record to write, at a path relative
@@ -61,7 +63,7 @@ func (o *Orchestrator) decide(rec *loaded, journal func(string, *store.Effect) e
 	if err := o.def.checkParams(o.params); err != nil {
 		return o.decideWorkflowStop(st, effects, BlockBadParameter, badParameter(err), "", nil, rec.reports), nil
 	}
-	r := newReplay(o, st, effects, limits)
+	r := newReplay(o, st, effects, rec.files, limits)
 	r.journal = journal
 	r.play()
 	if r.ruleErr != nil {
@@ -230,12 +232,13 @@ func (o *Orchestrator) decideReplayed(r *replay, reports []store.Report) (*plan,
 		out = Outcome{Kind: KindLaunch, Jobs: h.launch}
 	}
 	return &plan{
-		outcome: out,
-		texts:   texts,
-		state:   st,
-		events:  sealHistory(st, r.effects, o.stepEvents(out, h.events)),
-		moves:   h.moves,
-		files:   r.files,
+		outcome:  out,
+		texts:    texts,
+		state:    st,
+		events:   sealHistory(st, r.effects, o.stepEvents(out, h.events)),
+		moves:    h.moves,
+		files:    r.files,
+		verdicts: r.verdicts,
 	}, nil
 }
 
@@ -309,7 +312,7 @@ func (o *Orchestrator) decideUncertain(r *replay, byName []*named, blocks []Bloc
 	texts = append(texts, records...)
 	out := Outcome{Kind: KindUncertain, Effects: effects, Blocks: blocks}
 	st.Steps++
-	return &plan{outcome: out, texts: texts, state: st, events: sealHistory(st, r.effects, o.stepEvents(out, nil)), files: r.files}
+	return &plan{outcome: out, texts: texts, state: st, events: sealHistory(st, r.effects, o.stepEvents(out, nil)), files: r.files, verdicts: r.verdicts}
 }
 
 // handouts is what a counted step moves aside and hands out, job by job in

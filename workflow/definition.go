@@ -118,7 +118,8 @@ func (d *Definition) repairScope() string {
 // Registry maps definition names to definitions. A binary builds one from
 // the definitions it carries and hands it to the shell.
 type Registry struct {
-	defs map[string]*Definition
+	defs  map[string]*Definition
+	build string
 }
 
 // NewRegistry returns a registry of defs. It fails when a definition has no
@@ -157,6 +158,17 @@ func (r *Registry) Lookup(name string) (*Definition, error) {
 	}
 	return nil, fmt.Errorf("definition %q: %w", name, ErrUnknownDefinition)
 }
+
+// SetBuild says which build of code the registry's definitions are, such
+// as the Go build ID of the binary that carries them (ExecutableBuild):
+// two registries with the same build must judge alike. A step remembers
+// which outputs a build's validators accepted, and asks a validator again
+// only about other bytes or under another build. An empty build, the
+// default, remembers nothing: every step asks every validator.
+func (r *Registry) SetBuild(build string) { r.build = build }
+
+// Build returns what SetBuild set.
+func (r *Registry) Build() string { return r.build }
 
 // Definitions returns every registered definition, sorted by name.
 func (r *Registry) Definitions() []*Definition {

@@ -67,6 +67,17 @@
 //     another, in order, so that every path names its jobs deterministically.
 //     A path that goes on after a wait ended a goroutine of its own fails
 //     the step with a DefinitionError.
+//  8. Judge only the output and the job's declared inputs in a validator:
+//     the same bytes made from the same inputs get the same verdict. A
+//     registry with a build ([Registry.SetBuild], which the shell sets to
+//     [ExecutableBuild]) remembers which outputs its validators accepted,
+//     and does not ask again until the bytes, the inputs or the build
+//     change.
+//  9. Write in the run only from an effect. A step looks at each file its
+//     records name once, on the machine's other cores while its records
+//     are read and its replay runs; what the definition's own code writes
+//     outside an effect is not seen until the next step. Whatever an
+//     effect's do writes is seen at once.
 //
 // # Failures
 //

@@ -162,6 +162,8 @@ func (r *replay) callEffect(name string, do func() error) (f *failure) {
 			f = &pf
 		}
 	}()
+	// What do writes is looked at as it stands after it.
+	r.files.Settle()
 	if err := do(); err != nil {
 		ef := r.errorFailure(fmt.Errorf("effect %s: %w", name, err), at)
 		return &ef

@@ -1,6 +1,9 @@
 package workflow
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -63,7 +66,7 @@ func (r *replay) judge(n *named) error {
 			}
 		}
 		if len(why) == 0 {
-			if kind, _ := validate(n.spec.job.Validate, r.abs(n.spec.output)); kind == "" {
+			if kind, _ := r.validate(n, out.SHA256); kind == "" {
 				n.verdict = verdictAccepted
 				return nil
 			}
@@ -83,7 +86,7 @@ func (r *replay) judge(n *named) error {
 	// gets a valid output accepted, and why a file that was never handed
 	// out is not.
 	if out.SHA256 != "" && js.Input != nil && sameInputs(*js.Input, current) {
-		if kind, _ := validate(n.spec.job.Validate, r.abs(n.spec.output)); kind == "" {
+		if kind, _ := r.validate(n, out.SHA256); kind == "" {
 			r.accept(n, out.SHA256)
 			return nil
 		}
@@ -167,7 +170,7 @@ func (r *replay) judgeAttempt(n *named, out store.Content) error {
 		reason = strings.Join(changes(*js.Input, n.current), ", ") + " changed after hand-out"
 		messages = []string{reason + "; the output was made from other inputs"}
 	default:
-		kind, messages = validate(n.spec.job.Validate, r.abs(n.spec.output))
+		kind, messages = r.validate(n, out.SHA256)
 		switch kind {
 		case "":
 			r.accept(n, out.SHA256)
@@ -276,6 +279,47 @@ func tidy(js *store.JobState) {
 		len(t.Messages) == 0 && len(t.History) == 0 && t.LastFailure == nil && t.Stopped == nil {
 		js.Trouble = nil
 	}
+}
+
+// validate judges the output of n, whose bytes have SHA-256 sum, by its
+// validator, unless this code's validator accepted those bytes before,
+// made from the same inputs: a validator may read the job's declared
+// inputs and its prompt as well as its output.
+func (r *replay) validate(n *named, sum string) (kind BlockKind, messages []string) {
+	name, v := n.spec.job.Name, n.spec.job.Validate
+	if v == nil {
+		return "", nil
+	}
+	key := r.verdictKey(sum, n.current)
+	if r.verdicts.Accepted(name, key) {
+		return "", nil
+	}
+	kind, messages = validate(v, r.abs(n.spec.output))
+	if kind == "" {
+		r.verdicts.Accept(name, key)
+	}
+	return kind, messages
+}
+
+// verdictKey is what a verdict is remembered by: the SHA-256 of the
+// output's and the input state's parts, length-prefixed, so that no two
+// pairs share one.
+func (r *replay) verdictKey(output string, in store.Inputs) string {
+	b := r.keyBuf[:0]
+	field := func(s string) {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(s)))
+		b = append(b, s...)
+	}
+	field(output)
+	field(in.Prompt)
+	field(in.Launch)
+	for _, f := range in.Files {
+		field(f.Path)
+		field(f.SHA256)
+	}
+	r.keyBuf = b
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // validate runs a validator, turning a panic or a failure to judge into a

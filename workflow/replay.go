@@ -14,15 +14,18 @@ import (
 // end inside the effect. What it found becomes a plan (decide.go), which
 // the step applies afterwards.
 type replay struct {
-	run     *store.Run
-	files   *store.Files
-	dir     string
-	def     *Definition
-	defPkg  string
-	params  Params
-	limits  Limits
-	state   *store.State
-	journal func(label string, e *store.Effect) error
+	run   *store.Run
+	files *store.Files
+	// verdicts are what this code's validators accepted before.
+	verdicts *store.Verdicts
+	keyBuf   []byte // verdictKey's
+	dir      string
+	def      *Definition
+	defPkg   string
+	params   Params
+	limits   Limits
+	state    *store.State
+	journal  func(label string, e *store.Effect) error
 
 	named    map[string]*named
 	order    []*named          // in the order jobs were first named
@@ -101,20 +104,28 @@ type jobBlock struct {
 	keep      []string // run-relative files to move aside, in order
 }
 
-func newReplay(o *Orchestrator, st *store.State, effects map[string]*store.Effect, limits Limits) *replay {
+// newReplay makes a replay of st; files is the command's file hasher, nil
+// for a new one.
+func newReplay(o *Orchestrator, st *store.State, effects map[string]*store.Effect, files *store.Files, limits Limits) *replay {
+	if files == nil {
+		files = o.run.Files()
+	}
 	return &replay{
-		run:     o.run,
-		files:   o.run.Files(),
-		dir:     o.run.Dir,
-		def:     o.def,
-		defPkg:  funcPackage(o.def.Run),
-		params:  o.def.withDefaults(o.params),
-		limits:  limits,
-		state:   st,
-		journal: o.run.SaveEffect,
-		named:   map[string]*named{},
-		owners:  map[string]string{},
-		readers: map[string][]*named{},
+		run:      o.run,
+		files:    files,
+		verdicts: o.run.Verdicts(o.judgeCode()),
+		dir:      o.run.Dir,
+		def:      o.def,
+		defPkg:   funcPackage(o.def.Run),
+		params:   o.def.withDefaults(o.params),
+		limits:   limits,
+		state:    st,
+		journal:  o.run.SaveEffect,
+		// Sized for the jobs the state knows, which a replay mostly names
+		// again: ten thousand jobs would grow each map a dozen times.
+		named:   make(map[string]*named, len(st.Jobs)),
+		owners:  make(map[string]string, 2*len(st.Jobs)),
+		readers: make(map[string][]*named, len(st.Jobs)),
 		effects: effects,
 		reached: map[string]bool{},
 		patches: o.run.Record.Patches,
@@ -130,8 +141,13 @@ func (r *replay) look(rel string) {
 	r.looked[rel] = true
 }
 
-// play replays the definition from the top.
+// play replays the definition from the top. The files the state names are
+// looked at on the machine's other cores while it runs (store.Prefetch).
 func (r *replay) play() {
+	keys, outputs := stateFiles(r.state)
+	r.files.Prefetch(keys)
+	r.files.Trust(outputs)
+	defer r.files.Settle()
 	ctx := &Context{r: r}
 	_, r.ranToEnd = r.runPath(func() any {
 		if err := r.def.Run(ctx); err != nil {
@@ -214,3 +230,26 @@ func (r *replay) readsPending(consumer, path, producer string) error {
 }
 
 func (r *replay) abs(rel string) string { return filepath.Join(r.dir, filepath.FromSlash(rel)) }
+
+// stateFiles lists the files the last replay judged, every job's inputs
+// and output, and the outputs alone.
+func stateFiles(st *store.State) (keys, outputs []string) {
+	n := 0
+	for _, js := range st.Jobs {
+		if js.Input != nil {
+			n += 1 + len(js.Input.Files)
+		}
+	}
+	keys = make([]string, 0, n)
+	outputs = make([]string, 0, len(st.Jobs))
+	for _, js := range st.Jobs {
+		if in := js.Input; in != nil {
+			for _, f := range in.Files {
+				keys = append(keys, f.Path)
+			}
+			keys = append(keys, in.Output)
+			outputs = append(outputs, in.Output)
+		}
+	}
+	return keys, outputs
+}

@@ -19,7 +19,7 @@ import (
 // a failed attempt.
 func (o *Orchestrator) Step() (Outcome, error) {
 	var out Outcome
-	err := o.locked(func(rec *loaded) error {
+	err := o.stepLocked(func(rec *loaded) error {
 		// A worker a drive launched that still runs may yet write its
 		// output: judging its round now would count it failed.
 		if err := o.clearRound(rec); err != nil {
@@ -68,7 +68,7 @@ var ErrEndedInEffect = errors.New("the step ended inside the effect, as a crash 
 // without the definition carrying a hook of its own: the next Step asks
 // the recognizer what took place.
 func (o *Orchestrator) StepEndingIn(effect string, ranDo bool) error {
-	return o.locked(func(rec *loaded) error {
+	return o.stepLocked(func(rec *loaded) error {
 		if len(rec.state.Moves) > 0 {
 			if err := o.finishMoves(rec.state); err != nil {
 				return err
@@ -78,7 +78,7 @@ func (o *Orchestrator) StepEndingIn(effect string, ranDo bool) error {
 		if err != nil {
 			return err
 		}
-		r := newReplay(o, rec.state, rec.effects, limits)
+		r := newReplay(o, rec.state, rec.effects, rec.files, limits)
 		r.endIn, r.endAfterDo = effect, ranDo
 		r.play()
 		if r.ruleErr != nil {

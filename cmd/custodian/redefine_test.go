@@ -165,12 +165,13 @@ func redefCheckTwice(t *testing.T, variant, dir string) (string, workflow.Check)
 
 // redefStateWrites are the only files under a run that a step which moves
 // nothing and hands nothing out may write: its history, the state, the
-// hash cache and, when it blocks, the workflow's block record.
-var redefStateWrites = regexp.MustCompile(`^\.custodian/(state\.json|hashes|history/\d+\.jsonl|workflow/block-\d+\.md)$`)
+// hash cache, the verdict cache (a new binary asks every validator again)
+// and, when it blocks, the workflow's block record.
+var redefStateWrites = regexp.MustCompile(`^\.custodian/(state\.json|hashes|verdicts|history/\d+\.jsonl|workflow/block-\d+\.md)$`)
 
 // redefStepWrote requires that between before and after a step wrote
 // nothing outside .custodian/, and inside it only its new history file, the
-// state, the hash cache and, when blocked, a new workflow block record.
+// state, the caches and, when blocked, a new workflow block record.
 func redefStepWrote(t *testing.T, before, after map[string]string, blocked bool) {
 	t.Helper()
 	var histories, records int

@@ -76,6 +76,7 @@ func Registry() *workflow.Registry {
 	if err != nil {
 		panic(err)
 	}
+	reg.SetBuild(workflow.ExecutableBuild())
 	return reg
 }
 

@@ -31,6 +31,7 @@ var (
 	size       = flag.Int("size", 1<<10, "bytes of each input")
 	which      = flag.String("case", "cold", "cold, warm or first")
 	steps      = flag.Int("steps", 10, "steps profiled")
+	validator  = flag.String("validator", "readfile", "the fan-out's parameter validator: readfile, head or none")
 	cpuprofile = flag.String("cpuprofile", "", "write a CPU profile here")
 	memprofile = flag.String("memprofile", "", "write an allocation profile here")
 )
@@ -123,7 +124,7 @@ func start(dir string) (*workflow.Orchestrator, error) {
 	if err := fanout.Setup(dir, *jobs, *size); err != nil {
 		return nil, err
 	}
-	return workflow.Start(fanout.Registry(), fanout.Name, dir, workflow.Params{"jobs": strconv.Itoa(*jobs)})
+	return workflow.Start(fanout.Registry(), fanout.Name, dir, workflow.Params{"jobs": strconv.Itoa(*jobs), "validator": *validator})
 }
 
 func first(dir string) (time.Duration, error) {

@@ -1,0 +1,393 @@
+package store
+
+import (
+	"errors"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// A replay asks for its files one after another, and most of them are
+// known before it begins: the state names every input and output the last
+// replay judged. A prefetch looks at those on the machine's other cores
+// while the replay runs, the way Hash would, and the replay takes what it
+// finds instead of asking the file system itself.
+//
+// What a prefetch found of a job's output stands for the file for the rest
+// of the command (Trust): a step looks at each output once, at some moment
+// after it took the run's lock and before its replay needs the file, since
+// only workers write outputs, and a step assumes they have finished. Any
+// other file may be written by the definition's own code (a mechanical
+// step) while the replay runs, so it is looked at again with an lstat, and
+// what a looker found is taken only while its identity is unchanged. An
+// effect may write anything: Settle, called before an effect runs, ends the
+// prefetch, and every later question is answered by the file system.
+//
+// Lookers never touch the tree's descriptors, which the tree may close
+// while they run: each has its own duplicate of the run's descriptor and
+// opens directories from it, one component at a time with O_NOFOLLOW, as
+// the tree does. What a looker cannot answer plainly (a link on the way,
+// an error) it leaves to the replay, which asks the file system as ever
+// and reports what it finds.
+
+// prefetchMaxRead bounds the file a looker reads and hashes: a larger one
+// is left to the replay, which knows the limit it is read under.
+const prefetchMaxRead = 8 << 20
+
+// maxLookers bounds the goroutines of one prefetch.
+const maxLookers = 4
+
+// lookers says how many goroutines a prefetch runs: none on one core,
+// where the replay gains nothing from them. A variable, so that tests
+// prefetch on any machine.
+var lookers = func() int { return min(runtime.GOMAXPROCS(0)-1, maxLookers) }
+
+// prefetch is what the lookers of one command found, by key.
+type prefetch struct {
+	index map[string]int32
+	items []prefetchItem
+	next  atomic.Int64 // the next item a looker takes
+	// cursor is the item after the one the replay last asked about; the
+	// replay's own.
+	cursor int
+	stop   atomic.Bool
+	wg     sync.WaitGroup
+	root   int // the lookers' own descriptor of the run directory
+	// listings says, for each directory of keys the cache does not know,
+	// how many there are and, when they are many, what the directory
+	// lists: read once, by the first looker that needs it.
+	listings map[string]*prefetchListing
+}
+
+type prefetchListing struct {
+	unknown int // keys in the directory that the cache does not know
+	once    sync.Once
+	names   map[string]FileKind
+}
+
+// prefetchItem is one key: what the cache said of it when the prefetch
+// began, and what a looker found.
+type prefetchItem struct {
+	key string
+	// entry is the cache's entry for key (-1: none); known says it may be
+	// trusted for a file whose identity is cached.
+	entry     int32
+	known     bool
+	cached    FileInfo
+	cachedSum string
+	// state moves from itemWaiting to itemLooking and itemDone when a
+	// looker takes the item, or to itemReplay when the replay comes to it
+	// first; only the looker that took it fills the fields below.
+	state atomic.Int32
+	ok    bool     // the look answered: info, and sum for a regular file read
+	info  FileInfo // what the file is, by fstat of what was read, or lstat
+	sum   string   // the file's SHA-256; empty when not read
+	// stored says the replay has put sum in the cache; trusted says the
+	// file is a job's output (Trust). Both are the replay's own.
+	stored  bool
+	trusted bool
+}
+
+const (
+	itemWaiting int32 = iota
+	itemLooking
+	itemDone
+	itemReplay
+)
+
+// Prefetch starts looking at keys, run-relative paths the command is about
+// to hash, on the machine's other cores. Keys outside the run and repeated
+// keys are skipped. It does nothing on a machine with one core.
+func (f *Files) Prefetch(keys []string) {
+	workers := lookers()
+	if workers <= 0 || f.pre != nil || len(keys) == 0 {
+		return
+	}
+	root, err := unix.Dup(f.run.tree.fd)
+	if err != nil {
+		return // the replay asks the file system itself
+	}
+	unix.CloseOnExec(root)
+	p := &prefetch{index: make(map[string]int32, len(keys)), items: make([]prefetchItem, len(keys)), root: root,
+		listings: map[string]*prefetchListing{}}
+	for _, key := range keys {
+		if strings.HasPrefix(key, "/") || !Clean(key) {
+			continue
+		}
+		if _, dup := p.index[key]; dup {
+			continue
+		}
+		n := len(p.index)
+		p.index[key] = int32(n)
+		it := &p.items[n]
+		it.key, it.entry = key, int32(f.cache.find(key))
+		if it.entry >= 0 {
+			e := &f.cache.entries[it.entry]
+			it.cached, it.cachedSum = e.info, e.sum
+			it.known = e.mine || max(e.info.Mtime, e.info.Ctime) < f.cache.stamp-racyWindow
+		} else {
+			dir := dirOf(key)
+			l := p.listings[dir]
+			if l == nil {
+				l = &prefetchListing{}
+				p.listings[dir] = l
+			}
+			l.unknown++
+		}
+	}
+	p.items = p.items[:len(p.index)]
+	p.wg.Add(workers)
+	for range workers {
+		go p.look()
+	}
+	go func() {
+		p.wg.Wait()
+		unix.Close(root)
+	}()
+	f.pre = p
+}
+
+// Trust says which of the prefetched keys are jobs' outputs, which only
+// workers write: what a looker found of them stands for the rest of the
+// command, without another look.
+func (f *Files) Trust(outputs []string) {
+	p := f.pre
+	if p == nil {
+		return
+	}
+	for _, key := range outputs {
+		if i, ok := p.index[key]; ok {
+			p.items[i].trusted = true
+		}
+	}
+}
+
+// Cached lists the keys of the hash cache, in the order the command that
+// wrote it looked at them: the files a step over an unchanged run reads.
+func (f *Files) Cached() []string {
+	keys := make([]string, len(f.cache.entries))
+	for i := range f.cache.entries {
+		keys[i] = f.cache.entries[i].key
+	}
+	return keys
+}
+
+// Settle ends the prefetch: it waits for its lookers, and from then on
+// every question is answered by the file system. A step settles before
+// the definition's own effect may write in the run, and when its replay
+// ends.
+func (f *Files) Settle() {
+	p := f.pre
+	if p == nil {
+		return
+	}
+	f.pre = nil
+	p.stop.Store(true)
+	p.wg.Wait()
+}
+
+// prefetched returns what a looker found at key, waiting for a looker
+// that is at it; ok is false when the replay must look itself.
+func (f *Files) prefetched(key string) (it *prefetchItem, ok bool) {
+	p := f.pre
+	if p == nil {
+		return nil, false
+	}
+	// The replay mostly asks in the order of the keys, which is the order
+	// the last step asked in: the item after the last one asked about is
+	// tried before the index, whose lookups miss the processor's caches.
+	i := p.cursor
+	if i >= len(p.items) || p.items[i].key != key {
+		j, ok := p.index[key]
+		if !ok {
+			return nil, false
+		}
+		i = int(j)
+	}
+	p.cursor = i + 1
+	it = &p.items[i]
+	if it.state.CompareAndSwap(itemWaiting, itemReplay) {
+		// No looker came to it yet: the replay does not wait.
+		return nil, false
+	}
+	for {
+		switch it.state.Load() {
+		case itemDone:
+			return it, it.ok
+		case itemReplay:
+			return nil, false
+		}
+		runtime.Gosched() // a looker is at it, for some microseconds
+	}
+}
+
+// fromPrefetch answers Hash from what a looker found; ok is false when it
+// found too little for the limit (a file it did not read), and, for a file
+// other than an output, when an lstat finds another file there now.
+func (f *Files) fromPrefetch(it *prefetchItem, limit int64) (Content, bool) {
+	info := it.info
+	if !it.trusted {
+		now, err := f.run.tree.lstat(it.key)
+		if err != nil || now != info {
+			return Content{}, false
+		}
+	}
+	switch {
+	case info.Kind != Regular:
+		return Content{Kind: info.Kind}, true
+	case limit >= 0 && info.Size > limit:
+		return Content{Kind: Regular, Size: info.Size, Over: true}, true
+	case it.sum == "":
+		return Content{}, false
+	}
+	if !it.stored {
+		it.stored = true
+		if it.entry >= 0 && it.cached == info && it.known {
+			f.cache.entries[it.entry].used = true
+		} else {
+			f.cache.store(it.key, info, it.sum)
+		}
+	}
+	return Content{Kind: Regular, Size: info.Size, SHA256: it.sum}, true
+}
+
+// look is one looker: it takes items until none is left or the prefetch
+// is settled.
+func (p *prefetch) look() {
+	defer p.wg.Done()
+	w := prefetchWalker{root: p.root, dirs: map[string]int{}}
+	defer w.close()
+	for !p.stop.Load() {
+		i := p.next.Add(1) - 1
+		if i >= int64(len(p.items)) {
+			return
+		}
+		it := &p.items[i]
+		if !it.state.CompareAndSwap(itemWaiting, itemLooking) {
+			continue // the replay came first
+		}
+		it.ok = p.lookAt(&w, it)
+		it.state.Store(itemDone)
+	}
+	// Settled: items not yet taken are left to the replay.
+}
+
+// lookAt does what Hash does for a file, without the cache's writes: an
+// lstat that the cache answers, or the open, fstat, read and close of a
+// regular file (the lstat spared where the directory's listing shows one).
+func (p *prefetch) lookAt(w *prefetchWalker, it *prefetchItem) bool {
+	dir, name := dirOf(it.key), it.key
+	if dir != "." {
+		name = it.key[len(dir)+1:]
+	}
+	dfd, err := w.dir(dir)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			it.info = FileInfo{}
+			return true
+		}
+		// Something other than a directory on the way, a link perhaps: the
+		// replay looks, and says what it finds.
+		return false
+	}
+	listedRegular := false
+	if it.entry < 0 {
+		if names := p.listing(dir, dfd); names != nil {
+			listedRegular = names[name] == Regular
+		}
+	}
+	if !listedRegular {
+		info, err := lstatAt(dfd, name)
+		if err != nil {
+			return false
+		}
+		it.info = info
+		if info.Kind != Regular {
+			return true
+		}
+		if it.entry >= 0 && info == it.cached && it.known {
+			it.sum = it.cachedSum
+			return true
+		}
+		if info.Size > prefetchMaxRead {
+			return true
+		}
+	}
+	fd, info, err := openRegularAt(dfd, name, it.key)
+	if err != nil {
+		return false
+	}
+	it.info = info
+	if fd < 0 {
+		return true
+	}
+	defer unix.Close(fd)
+	if info.Size > prefetchMaxRead {
+		return true
+	}
+	sum, err := hashFD(fd, info.Size)
+	if err != nil {
+		return false
+	}
+	it.sum = sum
+	return true
+}
+
+// listing returns the listing of dir, when many keys in it are unknown to
+// the cache, read once.
+func (p *prefetch) listing(dir string, dfd int) map[string]FileKind {
+	l := p.listings[dir]
+	if l == nil || l.unknown < minListing {
+		return nil
+	}
+	l.once.Do(func() { l.names = listingAt(dfd, l.unknown) })
+	return l.names
+}
+
+// prefetchWalker opens a looker's directories from its own descriptor of
+// the run, as the tree does: one component at a time, following no link.
+type prefetchWalker struct {
+	root int
+	dirs map[string]int
+}
+
+func (w *prefetchWalker) dir(rel string) (int, error) {
+	if rel == "." {
+		return w.root, nil
+	}
+	if fd, ok := w.dirs[rel]; ok {
+		return fd, nil
+	}
+	parent, err := w.dir(dirOf(rel))
+	if err != nil {
+		return -1, err
+	}
+	name := rel[strings.LastIndexByte(rel, '/')+1:]
+	fd, err := unix.Openat(parent, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return -1, err
+	}
+	if len(w.dirs) >= maxDirs {
+		w.close()
+		w.dirs = map[string]int{}
+	}
+	w.dirs[rel] = fd
+	return fd, nil
+}
+
+func (w *prefetchWalker) close() {
+	for _, fd := range w.dirs {
+		unix.Close(fd)
+	}
+}
+
+// dirOf is the directory of a clean run-relative path, "." for the run.
+func dirOf(rel string) string {
+	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
+		return rel[:i]
+	}
+	return "."
+}

@@ -1,0 +1,142 @@
+package store
+
+import (
+	"slices"
+	"strings"
+	"unsafe"
+)
+
+// The verdict cache, .custodian/verdicts, remembers which outputs a
+// definition's validators accepted, so that a step over an accepted run
+// does not ask every validator again about bytes it has already judged.
+// A validator judges the bytes of one output and nothing else, so the
+// same code asked about the same bytes of the same job answers the same:
+// an entry says that the code named in the header accepted the output of
+// a job whose bytes have that SHA-256. The code is what the caller names
+// (the binary's build, the run's parameters and patches): a step by other
+// code reads an empty cache, and asks every validator again.
+//
+// Like the hash cache it is derived data: a missing, damaged or foreign
+// cache is an empty one, never an error, and costs one validation per
+// accepted output.
+//
+// The file is lines of text, the first a header:
+//
+//	custodian verdicts 1 <run id> <code>
+//	<sha256> <job>
+//
+// one line per job, its last accepted output.
+
+const verdictsHeader = "custodian verdicts 1"
+
+// Verdicts is what one command knows of the validators' verdicts.
+type Verdicts struct {
+	run  *Run
+	code string
+	// accepted is the SHA-256 of the output each job's validator last
+	// accepted, for this code.
+	accepted map[string]string
+	dirty    bool
+}
+
+// Verdicts reads the verdict cache for code, which names the code that
+// judges: an empty code remembers nothing. A missing or damaged cache, or
+// one of other code, is an empty one.
+func (r *Run) Verdicts(code string) *Verdicts {
+	v := &Verdicts{run: r, code: code, accepted: map[string]string{}}
+	if !validCode(code) {
+		v.code = ""
+		return v
+	}
+	data, info, cut, err := r.tree.readFile(statePath("verdicts"), maxRecord)
+	if err != nil || info.Kind != Regular || cut {
+		return v
+	}
+	if accepted, ok := readVerdicts(data, r.Record.ID, code); ok {
+		v.accepted = accepted
+	}
+	return v
+}
+
+// validCode says whether code may name code in the header: one field of
+// printable characters.
+func validCode(code string) bool {
+	return code != "" && len(code) <= 256 && !strings.ContainsFunc(code, func(r rune) bool { return r <= ' ' || r == 0x7f })
+}
+
+// readVerdicts reads a cache's bytes, or says they are not a cache of run
+// and code. Sums and names are parts of data.
+func readVerdicts(data []byte, run, code string) (map[string]string, bool) {
+	text := unsafe.String(unsafe.SliceData(data), len(data))
+	line, rest, found := strings.Cut(text, "\n")
+	if !found || line != verdictsHeader+" "+run+" "+code {
+		return nil, false
+	}
+	accepted := make(map[string]string, strings.Count(rest, "\n"))
+	for len(rest) > 0 {
+		line, rest, found = strings.Cut(rest, "\n")
+		if !found || len(line) < 66 || line[64] != ' ' || !isHex(line[:64], 64) {
+			return nil, false
+		}
+		job := line[65:]
+		if !ValidName(job) {
+			return nil, false
+		}
+		if _, dup := accepted[job]; dup {
+			return nil, false
+		}
+		accepted[job] = line[:64]
+	}
+	return accepted, true
+}
+
+// Accepted says whether this code's validator of job accepted an output
+// whose bytes have SHA-256 sum.
+func (v *Verdicts) Accepted(job, sum string) bool {
+	return v.code != "" && sum != "" && v.accepted[job] == sum
+}
+
+// Accept notes that the validator of job accepted the output whose bytes
+// have SHA-256 sum.
+func (v *Verdicts) Accept(job, sum string) {
+	if v.code == "" || sum == "" || !ValidName(job) || v.accepted[job] == sum {
+		return
+	}
+	v.accepted[job] = sum
+	v.dirty = true
+}
+
+// Save writes the verdict cache when this command learned a verdict it did
+// not hold. A command that ends before it leaves the old cache, whose
+// verdicts are as true as they were.
+func (v *Verdicts) Save() error {
+	if !v.dirty {
+		return nil
+	}
+	jobs := make([]string, 0, len(v.accepted))
+	for job := range v.accepted {
+		jobs = append(jobs, job)
+	}
+	slices.Sort(jobs)
+	size := len(verdictsHeader) + len(v.run.Record.ID) + len(v.code) + 3
+	for _, job := range jobs {
+		size += 66 + len(job)
+	}
+	b := make([]byte, 0, size)
+	b = append(b, verdictsHeader+" "...)
+	b = append(b, v.run.Record.ID...)
+	b = append(b, ' ')
+	b = append(b, v.code...)
+	b = append(b, '\n')
+	for _, job := range jobs {
+		b = append(b, v.accepted[job]...)
+		b = append(b, ' ')
+		b = append(b, job...)
+		b = append(b, '\n')
+	}
+	if err := v.run.write("verdicts", statePath("verdicts"), b); err != nil {
+		return err
+	}
+	v.dirty = false
+	return nil
+}

@@ -1,0 +1,86 @@
+package workflow
+
+import (
+	"crypto/sha256"
+	"debug/elf"
+	"encoding/hex"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+)
+
+// ExecutableBuild returns the Go build ID of the running binary: it
+// changes with any change of the code or the flags the binary was built
+// from. It is empty where the binary has none to read (a binary that is
+// not ELF, or one built with an empty -buildid), and then nothing is
+// remembered under it (Registry.SetBuild).
+func ExecutableBuild() string {
+	buildOnce.Do(func() { executableBuild = readBuildID() })
+	return executableBuild
+}
+
+var (
+	buildOnce       sync.Once
+	executableBuild string
+)
+
+// readBuildID reads the note the Go linker writes in an ELF binary: a name
+// "Go", type 4, and the build ID as its descriptor.
+func readBuildID() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	f, err := elf.Open(exe)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	s := f.Section(".note.go.buildid")
+	if s == nil || s.Size > 4096 {
+		return ""
+	}
+	data, err := s.Data()
+	if err != nil || len(data) < 16 {
+		return ""
+	}
+	order := f.ByteOrder
+	namesz, descsz, typ := order.Uint32(data), order.Uint32(data[4:]), order.Uint32(data[8:])
+	name := 12
+	desc := name + int(namesz+3)&^3
+	if typ != 4 || namesz != 4 || string(data[name:name+3]) != "Go\x00" || desc+int(descsz) > len(data) {
+		return ""
+	}
+	return string(data[desc : desc+int(descsz)])
+}
+
+// judgeCode names the code that judges this run's outputs: the build, and
+// what of the run's record chooses its course (its parameters and
+// patches). Empty when the build is unknown: then nothing is remembered.
+func (o *Orchestrator) judgeCode() string {
+	if o.build == "" {
+		return ""
+	}
+	h := sha256.New()
+	field := func(s string) {
+		h.Write([]byte{byte(len(s) >> 24), byte(len(s) >> 16), byte(len(s) >> 8), byte(len(s))})
+		h.Write([]byte(s))
+	}
+	field(o.build)
+	field(o.def.Name)
+	names := make([]string, 0, len(o.params))
+	for name := range o.params {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	field(strconv.Itoa(len(names)))
+	for _, name := range names {
+		field(name)
+		field(o.params[name])
+	}
+	for _, p := range o.run.Record.Patches {
+		field(p)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}

@@ -1,0 +1,45 @@
+package workflow_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/custodian-run/custodian/workflow"
+)
+
+// A step looks at the files its records name on other cores while its
+// records are read; a file the definition's own code writes during the
+// replay (a mechanical step) must still be seen as it is when a job reads
+// it, in that same step.
+func TestAMechanicalStepsWriteIsSeenInTheSameStep(t *testing.T) {
+	def := &workflow.Definition{Name: "merge", Run: func(ctx *workflow.Context) error {
+		text, err := os.ReadFile(filepath.Join(ctx.RunDir(), "source.md"))
+		if err != nil {
+			return err
+		}
+		// The mechanical step: the same files give the same result.
+		merged := filepath.Join(ctx.RunDir(), "merged.md")
+		if old, err := os.ReadFile(merged); err != nil || string(old) != "merged: "+string(text) {
+			if err := os.WriteFile(merged, []byte("merged: "+string(text)), 0o644); err != nil {
+				return err
+			}
+		}
+		ctx.Agent(workflow.Job{Name: "review", Prompt: "Review.", Output: "review.md",
+			Inputs: []string{"merged.md"}, Validate: hasHeading}).Wait()
+		return nil
+	}}
+	h := startRun(t, def, source)
+	h.runToDone()
+	h.done() // the hash cache now lists merged.md, which the next step prefetches
+
+	// A new source: the step writes merged.md anew, and review, made from
+	// the old one, is handed out again in that same step, not found done.
+	h.write("source.md", "a new source\n")
+	out := h.step()
+	require.Equal(t, workflow.KindLaunch, out.Kind, "outcome: %+v", out)
+	assert.Equal(t, []string{"review"}, handoutNames(out))
+}
