@@ -202,11 +202,24 @@ func (r *Run) Files() *Files {
 // open, an fstat, its reads and a close: once enough of them lie in one
 // directory, its listing stands in for their lstats.
 func (f *Files) Hash(key string, limit int64) (Content, error) {
+	return f.hash(key, limit, false)
+}
+
+// HashOutput is Hash, for the output of a job the replay names: only
+// workers write outputs, and a step assumes they have finished, so what a
+// prefetch found of it stands for the rest of the command without another
+// look. Any other file may be written by the definition's own code while
+// the replay runs.
+func (f *Files) HashOutput(key string, limit int64) (Content, error) {
+	return f.hash(key, limit, true)
+}
+
+func (f *Files) hash(key string, limit int64, output bool) (Content, error) {
 	if strings.HasPrefix(key, "/") {
 		return f.hashOutside(key, limit)
 	}
 	if it, ok := f.prefetched(key); ok {
-		if c, ok := f.fromPrefetch(it, limit); ok {
+		if c, ok := f.fromPrefetch(it, limit, output); ok {
 			return c, nil
 		}
 	}

@@ -17,7 +17,7 @@ import (
 // finds instead of asking the file system itself.
 //
 // What a prefetch found of a job's output stands for the file for the rest
-// of the command (Trust): a step looks at each output once, at some moment
+// of the command (HashOutput): a step looks at each output once, at some moment
 // after it took the run's lock and before its replay needs the file, since
 // only workers write outputs, and a step assumes they have finished. Any
 // other file may be written by the definition's own code (a mechanical
@@ -49,7 +49,7 @@ var lookers = func() int { return min(runtime.GOMAXPROCS(0)-1, maxLookers) }
 type prefetch struct {
 	index map[string]int32
 	items []prefetchItem
-	next  atomic.Int64 // the next item a looker takes
+	next  atomic.Int64 // how many items lookers took, from the last
 	// cursor is the item after the one the replay last asked about; the
 	// replay's own.
 	cursor int
@@ -85,10 +85,8 @@ type prefetchItem struct {
 	ok    bool     // the look answered: info, and sum for a regular file read
 	info  FileInfo // what the file is, by fstat of what was read, or lstat
 	sum   string   // the file's SHA-256; empty when not read
-	// stored says the replay has put sum in the cache; trusted says the
-	// file is a job's output (Trust). Both are the replay's own.
-	stored  bool
-	trusted bool
+	// stored says the replay has put sum in the cache; the replay's own.
+	stored bool
 }
 
 const (
@@ -150,20 +148,8 @@ func (f *Files) Prefetch(keys []string) {
 	f.pre = p
 }
 
-// Trust says which of the prefetched keys are jobs' outputs, which only
-// workers write: what a looker found of them stands for the rest of the
-// command, without another look.
-func (f *Files) Trust(outputs []string) {
-	p := f.pre
-	if p == nil {
-		return
-	}
-	for _, key := range outputs {
-		if i, ok := p.index[key]; ok {
-			p.items[i].trusted = true
-		}
-	}
-}
+// Prefetching says whether lookers are at work for this command.
+func (f *Files) Prefetching() bool { return f.pre != nil }
 
 // Cached lists the keys of the hash cache, in the order the command that
 // wrote it looked at them: the files a step over an unchanged run reads.
@@ -227,9 +213,9 @@ func (f *Files) prefetched(key string) (it *prefetchItem, ok bool) {
 // fromPrefetch answers Hash from what a looker found; ok is false when it
 // found too little for the limit (a file it did not read), and, for a file
 // other than an output, when an lstat finds another file there now.
-func (f *Files) fromPrefetch(it *prefetchItem, limit int64) (Content, bool) {
+func (f *Files) fromPrefetch(it *prefetchItem, limit int64, output bool) (Content, bool) {
 	info := it.info
-	if !it.trusted {
+	if !output {
 		now, err := f.run.tree.lstat(it.key)
 		if err != nil || now != info {
 			return Content{}, false
@@ -261,6 +247,9 @@ func (p *prefetch) look() {
 	w := prefetchWalker{root: p.root, dirs: map[string]int{}}
 	defer w.close()
 	for !p.stop.Load() {
+		// Lookers take the items from the last, the replay asks from the
+		// first: each does what the other has not reached, and neither
+		// waits on the other but where they meet.
 		i := p.next.Add(1) - 1
 		if i >= int64(len(p.items)) {
 			return

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"runtime"
+	"runtime/debug"
 
 	"github.com/custodian-run/custodian/store"
 )
@@ -24,6 +25,14 @@ const manyTexts = 1000
 // next step writes the same files again); one that ends after it leaves
 // moves owed, which the next step finishes first.
 func (o *Orchestrator) apply(p *plan) error {
+	if len(p.texts) >= manyTexts {
+		// Each text is dropped once written, so the heap holds less and
+		// less: a collection at a quarter over what is live, rather than
+		// at twice, keeps a step that hands out ten thousand jobs under
+		// some fifty megabytes of heap instead of letting the garbage of
+		// the replay and the writes pile up to twice what it keeps.
+		defer debug.SetGCPercent(debug.SetGCPercent(25))
+	}
 	for i := range p.texts {
 		t := &p.texts[i]
 		if err := o.run.WriteText(t.label, t.rel, t.data); err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"path"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -162,6 +163,17 @@ func (o *Orchestrator) uncertainRecords(uncertain []EffectState, reports []store
 
 // decideReplayed turns a replay into the plan of a counted step, or of an
 // uncertain one.
+// countVerdict counts the jobs of order with verdict v.
+func countVerdict(order []*named, v verdict) int {
+	n := 0
+	for _, j := range order {
+		if j.verdict == v {
+			n++
+		}
+	}
+	return n
+}
+
 func (o *Orchestrator) decideReplayed(r *replay, reports []store.Report) (*plan, error) {
 	st := r.state
 	unreached := st.Unreached
@@ -180,6 +192,13 @@ func (o *Orchestrator) decideReplayed(r *replay, reports []store.Report) (*plan,
 		return o.decideWorkflowStop(st, r.effects, BlockDefinitionChanged, reason, body, keys, reports), nil
 	}
 
+	if handouts := countVerdict(r.order, verdictHandout); handouts >= manyTexts {
+		// Ten thousand prompts and their events are made now and written
+		// one after another by apply: collecting at half over what is
+		// live, rather than at twice, keeps the garbage of making them
+		// from doubling the heap that holds them.
+		defer debug.SetGCPercent(debug.SetGCPercent(50))
+	}
 	h := &handouts{state: st, kept: map[string][]store.Move{}}
 	if r.lifted {
 		h.events = append(h.events, store.Event{Type: store.EventRelease, Subject: string(WorkflowSubject),

@@ -73,11 +73,12 @@
 //     [ExecutableBuild]) remembers which outputs its validators accepted,
 //     and does not ask again until the bytes, the inputs or the build
 //     change.
-//  9. Write in the run only from an effect. A step looks at each file its
-//     records name once, on the machine's other cores while its records
-//     are read and its replay runs; what the definition's own code writes
-//     outside an effect is not seen until the next step. Whatever an
-//     effect's do writes is seen at once.
+//  9. Never write a job's output from the definition's own code. A step
+//     looks at the files its records name on the machine's other cores
+//     while it reads its records, and takes what it found of an output for
+//     the rest of the step: only workers write outputs, and they have
+//     finished. Any other file is looked at again when a job reads it, so
+//     a mechanical step's writes are seen at once, as an effect's are.
 //
 // # Failures
 //

@@ -184,7 +184,7 @@ func (r *replay) save(err error) {
 
 // filesState hashes declared files the way input states do.
 func filesState(files *store.Files, keys []string) ([]store.FileHash, error) {
-	in, err := inputState(files, &spec{inputs: keys})
+	in, err := inputState(files, &spec{inputs: keys}, nil)
 	return in.Files, err
 }
 

@@ -20,7 +20,7 @@ const maxProblemReport = 64 << 10
 // first rule that applies decides.
 func (r *replay) judge(n *named) error {
 	name := n.spec.job.Name
-	current, err := inputState(r.files, n.spec)
+	current, err := inputState(r.files, n.spec, r.isOutput)
 	if err != nil {
 		return fmt.Errorf("job %s: %w", name, err)
 	}
@@ -39,7 +39,7 @@ func (r *replay) judge(n *named) error {
 	if blocked, err := r.problemReport(n); blocked || err != nil {
 		return err
 	}
-	out, err := r.files.Hash(n.spec.output, r.maxOutput(n.spec))
+	out, err := r.files.HashOutput(n.spec.output, r.maxOutput(n.spec))
 	if err != nil {
 		return fmt.Errorf("job %s: %w", name, err)
 	}
@@ -93,6 +93,12 @@ func (r *replay) judge(n *named) error {
 	}
 	n.verdict = verdictHandout
 	return nil
+}
+
+// isOutput says whether key is the output of a job this replay named.
+func (r *replay) isOutput(key string) bool {
+	owner, ok := r.owners[key]
+	return ok && r.named[owner] != nil && r.named[owner].spec.output == key
 }
 
 // problemReport blocks the job when its worker left a problem report: the
@@ -305,21 +311,21 @@ func (r *replay) validate(n *named, sum string) (kind BlockKind, messages []stri
 // output's and the input state's parts, length-prefixed, so that no two
 // pairs share one.
 func (r *replay) verdictKey(output string, in store.Inputs) string {
-	b := r.keyBuf[:0]
-	field := func(s string) {
-		b = binary.BigEndian.AppendUint32(b, uint32(len(s)))
-		b = append(b, s...)
-	}
-	field(output)
-	field(in.Prompt)
-	field(in.Launch)
+	b := appendField(r.keyBuf[:0], output)
+	b = appendField(b, in.Prompt)
+	b = appendField(b, in.Launch)
 	for _, f := range in.Files {
-		field(f.Path)
-		field(f.SHA256)
+		b = appendField(b, f.Path)
+		b = appendField(b, f.SHA256)
 	}
 	r.keyBuf = b
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// appendField appends s to b with its length before it.
+func appendField(b []byte, s string) []byte {
+	return append(binary.BigEndian.AppendUint32(b, uint32(len(s))), s...)
 }
 
 // validate runs a validator, turning a panic or a failure to judge into a

@@ -53,6 +53,16 @@ const (
 // so that no line of it can pass for a heading of the frame.
 func (p Prompt) Text() []byte {
 	var b bytes.Buffer
+	// Sized once: a step that hands out ten thousand jobs would otherwise
+	// grow ten thousand buffers three or four times each.
+	size := len(p.Task) + 2*len(p.Output) + 512
+	for _, in := range p.Inputs {
+		size += len(in) + len(missingInput) + 8
+	}
+	for _, m := range p.Refusals {
+		size += 2 * len(m)
+	}
+	b.Grow(size)
 	b.WriteString(strings.TrimRight(p.Task, " \t\r\n"))
 	b.WriteString("\n\n")
 	if len(p.Inputs) > 0 {

@@ -3,6 +3,7 @@ package workflow
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/custodian-run/custodian/store"
@@ -144,9 +145,11 @@ func (r *replay) look(rel string) {
 // play replays the definition from the top. The files the state names are
 // looked at on the machine's other cores while it runs (store.Prefetch).
 func (r *replay) play() {
-	keys, outputs := stateFiles(r.state)
-	r.files.Prefetch(keys)
-	r.files.Trust(outputs)
+	if !r.files.Prefetching() {
+		// No hash cache told the step what to look at while it read its
+		// records: the state does, now.
+		r.files.Prefetch(stateFiles(r.state))
+	}
 	defer r.files.Settle()
 	ctx := &Context{r: r}
 	_, r.ranToEnd = r.runPath(func() any {
@@ -232,24 +235,33 @@ func (r *replay) readsPending(consumer, path, producer string) error {
 func (r *replay) abs(rel string) string { return filepath.Join(r.dir, filepath.FromSlash(rel)) }
 
 // stateFiles lists the files the last replay judged, every job's inputs
-// and output, and the outputs alone.
-func stateFiles(st *store.State) (keys, outputs []string) {
+// and output, in the order a replay is likely to ask for them, so that the
+// lookers keep ahead of it: job by job in the order of their names, each
+// job's inputs and then its output, and an input that is another job's
+// output with that job.
+func stateFiles(st *store.State) []string {
+	names := make([]string, 0, len(st.Jobs))
 	n := 0
-	for _, js := range st.Jobs {
+	for name, js := range st.Jobs {
 		if js.Input != nil {
+			names = append(names, name)
 			n += 1 + len(js.Input.Files)
 		}
 	}
-	keys = make([]string, 0, n)
-	outputs = make([]string, 0, len(st.Jobs))
-	for _, js := range st.Jobs {
-		if in := js.Input; in != nil {
-			for _, f := range in.Files {
+	slices.Sort(names)
+	produced := make(map[string]bool, len(names))
+	for _, name := range names {
+		produced[st.Jobs[name].Input.Output] = true
+	}
+	keys := make([]string, 0, n)
+	for _, name := range names {
+		in := st.Jobs[name].Input
+		for _, f := range in.Files {
+			if !produced[f.Path] {
 				keys = append(keys, f.Path)
 			}
-			keys = append(keys, in.Output)
-			outputs = append(outputs, in.Output)
 		}
+		keys = append(keys, in.Output)
 	}
-	return keys, outputs
+	return keys
 }
