@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -563,6 +564,9 @@ func FuzzHashCache(f *testing.F) {
 		}
 	})
 }
+
+// namePattern is the rule ValidName checks byte by byte.
+var namePattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
 
 // FuzzValidName checks the byte-by-byte check against the rule it
 // implements, namePattern.

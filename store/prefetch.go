@@ -17,14 +17,17 @@ import (
 // finds instead of asking the file system itself.
 //
 // What a prefetch found of a job's output stands for the file for the rest
-// of the command (HashOutput): a step looks at each output once, at some moment
-// after it took the run's lock and before its replay needs the file, since
-// only workers write outputs, and a step assumes they have finished. Any
-// other file may be written by the definition's own code (a mechanical
-// step) while the replay runs, so it is looked at again with an lstat, and
-// what a looker found is taken only while its identity is unchanged. An
-// effect may write anything: Settle, called before an effect runs, ends the
-// prefetch, and every later question is answered by the file system.
+// of the command (HashOutput): a step looks at each output once, at some
+// moment after it took the run's lock and before its replay needs the
+// file, since only workers write outputs, and a step assumes they have
+// finished. (The engine's own moves take outputs away: a step that owes
+// moves settles the prefetch before it makes them.) Any other file may be
+// written by the definition's own code (a mechanical step) while the
+// replay runs, so it is looked at again with an lstat, and what a looker
+// found is taken only while its identity is unchanged and its times are
+// older than the step. An effect may write anything: Settle, called before
+// an effect runs, ends the prefetch, and every later question is answered
+// by the file system.
 //
 // Lookers never touch the tree's descriptors, which the tree may close
 // while they run: each has its own duplicate of the run's descriptor and
@@ -49,7 +52,7 @@ var lookers = func() int { return min(runtime.GOMAXPROCS(0)-1, maxLookers) }
 type prefetch struct {
 	index map[string]int32
 	items []prefetchItem
-	next  atomic.Int64 // how many items lookers took, from the last
+	next  atomic.Int64 // the next item a looker takes
 	// cursor is the item after the one the replay last asked about; the
 	// replay's own.
 	cursor int
@@ -153,13 +156,19 @@ func (f *Files) Prefetching() bool { return f.pre != nil }
 
 // Cached lists the keys of the hash cache, in the order the command that
 // wrote it looked at them: the files a step over an unchanged run reads.
+// The cache is untrusted: no more than maxPrefetch keys are listed.
 func (f *Files) Cached() []string {
-	keys := make([]string, len(f.cache.entries))
-	for i := range f.cache.entries {
+	keys := make([]string, min(len(f.cache.entries), maxPrefetch))
+	for i := range keys {
 		keys[i] = f.cache.entries[i].key
 	}
 	return keys
 }
+
+// maxPrefetch bounds the keys a prefetch takes from the hash cache, a file
+// a worker may have written: a run of a hundred thousand jobs reads two
+// hundred thousand files.
+const maxPrefetch = 1 << 20
 
 // Settle ends the prefetch: it waits for its lookers, and from then on
 // every question is answered by the file system. A step settles before
@@ -216,8 +225,13 @@ func (f *Files) prefetched(key string) (it *prefetchItem, ok bool) {
 func (f *Files) fromPrefetch(it *prefetchItem, limit int64, output bool) (Content, bool) {
 	info := it.info
 	if !output {
+		// The same identity says the same bytes only for a file last
+		// changed before the step began, by more than a tick of the
+		// coarsest clock: one rewritten at the same size within the tick
+		// of the looker's read keeps its times (the hash cache's racy
+		// rule).
 		now, err := f.run.tree.lstat(it.key)
-		if err != nil || now != info {
+		if err != nil || now != info || (info.Kind == Regular && max(info.Mtime, info.Ctime) >= f.begun-racyWindow) {
 			return Content{}, false
 		}
 	}
@@ -247,9 +261,9 @@ func (p *prefetch) look() {
 	w := prefetchWalker{root: p.root, dirs: map[string]int{}}
 	defer w.close()
 	for !p.stop.Load() {
-		// Lookers take the items from the last, the replay asks from the
-		// first: each does what the other has not reached, and neither
-		// waits on the other but where they meet.
+		// Lookers take the items in the order the replay is likely to ask
+		// for them; the replay takes one itself when no looker has come to
+		// it, and waits only for one a looker is at.
 		i := p.next.Add(1) - 1
 		if i >= int64(len(p.items)) {
 			return

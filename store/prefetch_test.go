@@ -1003,3 +1003,49 @@ func TestPrefetch_ClosesWhatItOpens(t *testing.T) {
 		})
 	}
 }
+
+// TestPrefetch_RacyFileIsReadAgain: a looker's hash of a file other than
+// an output is taken only for a file older, by the racy window, than the
+// command; a younger one could have been rewritten at the same size within
+// the tick of the looker's read, keeping its times. An output's is taken
+// as it is.
+func TestPrefetch_RacyFileIsReadAgain(t *testing.T) {
+	const planted = "0000000000000000000000000000000000000000000000000000000000000000"
+	tests := []struct {
+		name   string
+		begun  time.Duration // the command's start, from now
+		output bool
+		want   string // "planted": the looker's answer was taken
+	}{
+		{"an input older than the window", time.Hour, false, "planted"},
+		{"an input within the window", 0, false, "real"},
+		{"an output within the window", 0, true, "planted"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			useLookers(t, 1)
+			r := newPrefetchRun(t)
+			putFile(t, r.abs("f"), "bytes")
+			f := r.Files()
+			f.begun = time.Now().Add(tt.begun).UnixNano()
+			f.Prefetch([]string{"f"})
+			waitLookers(t, f)
+			it := requireDone(t, f, "f")
+			require.Equal(t, sum64("bytes"), it.sum)
+			// What the looker found is put in its place, so that an answer
+			// taken from it shows.
+			it.sum = planted
+			hash := f.Hash
+			if tt.output {
+				hash = f.HashOutput
+			}
+			got, err := hash("f", -1)
+			require.NoError(t, err)
+			want := sum64("bytes")
+			if tt.want == "planted" {
+				want = planted
+			}
+			assert.Equal(t, want, got.SHA256)
+		})
+	}
+}

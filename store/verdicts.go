@@ -9,12 +9,15 @@ import (
 // The verdict cache, .custodian/verdicts, remembers which outputs a
 // definition's validators accepted, so that a step over an accepted run
 // does not ask every validator again about bytes it has already judged.
-// A validator judges the bytes of one output and nothing else, so the
-// same code asked about the same bytes of the same job answers the same:
-// an entry says that the code named in the header accepted the output of
-// a job whose bytes have that SHA-256. The code is what the caller names
-// (the binary's build, the run's parameters and patches): a step by other
-// code reads an empty cache, and asks every validator again.
+// A validator judges a job's output and its declared inputs and nothing
+// else, so the same code asked about the same output made from the same
+// inputs answers the same. An entry says that the code named in the
+// header accepted the job's output under a key, which the caller makes
+// from what the verdict depends on (the engine: the SHA-256 of the
+// output's path and bytes and of the job's input state). The code is what
+// the caller names (the binary's build, the run's definition, parameters
+// and patches): a step by other code reads an empty cache, and asks every
+// validator again.
 //
 // Like the hash cache it is derived data: a missing, damaged or foreign
 // cache is an empty one, never an error, and costs one validation per
@@ -23,9 +26,10 @@ import (
 // The file is lines of text, the first a header:
 //
 //	custodian verdicts 1 <run id> <code>
-//	<sha256> <job>
+//	<key> <job>
 //
-// one line per job, its last accepted output.
+// one line per job, the key of its last accepted output: 64 lower-case
+// hexadecimal digits.
 
 const verdictsHeader = "custodian verdicts 1"
 
@@ -33,7 +37,7 @@ const verdictsHeader = "custodian verdicts 1"
 type Verdicts struct {
 	run  *Run
 	code string
-	// accepted is the SHA-256 of the output each job's validator last
+	// accepted is the key of the output each job's validator last
 	// accepted, for this code.
 	accepted map[string]string
 	dirty    bool
@@ -90,19 +94,19 @@ func readVerdicts(data []byte, run, code string) (map[string]string, bool) {
 	return accepted, true
 }
 
-// Accepted says whether this code's validator of job accepted an output
-// whose bytes have SHA-256 sum.
-func (v *Verdicts) Accepted(job, sum string) bool {
-	return v.code != "" && sum != "" && v.accepted[job] == sum
+// Accepted says whether this code's validator of job accepted the output
+// whose key, 64 hexadecimal digits, is key.
+func (v *Verdicts) Accepted(job, key string) bool {
+	return v.code != "" && key != "" && v.accepted[job] == key
 }
 
-// Accept notes that the validator of job accepted the output whose bytes
-// have SHA-256 sum.
-func (v *Verdicts) Accept(job, sum string) {
-	if v.code == "" || sum == "" || !ValidName(job) || v.accepted[job] == sum {
+// Accept notes that the validator of job accepted the output whose key is
+// key. A key that is not 64 lower-case hexadecimal digits is not kept.
+func (v *Verdicts) Accept(job, key string) {
+	if v.code == "" || !isHex(key, 64) || !ValidName(job) || v.accepted[job] == key {
 		return
 	}
-	v.accepted[job] = sum
+	v.accepted[job] = key
 	v.dirty = true
 }
 

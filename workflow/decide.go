@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"path"
-	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -161,8 +160,6 @@ func (o *Orchestrator) uncertainRecords(uncertain []EffectState, reports []store
 	return effects, texts
 }
 
-// decideReplayed turns a replay into the plan of a counted step, or of an
-// uncertain one.
 // countVerdict counts the jobs of order with verdict v.
 func countVerdict(order []*named, v verdict) int {
 	n := 0
@@ -174,6 +171,8 @@ func countVerdict(order []*named, v verdict) int {
 	return n
 }
 
+// decideReplayed turns a replay into the plan of a counted step, or of an
+// uncertain one.
 func (o *Orchestrator) decideReplayed(r *replay, reports []store.Report) (*plan, error) {
 	st := r.state
 	unreached := st.Unreached
@@ -194,10 +193,9 @@ func (o *Orchestrator) decideReplayed(r *replay, reports []store.Report) (*plan,
 
 	if handouts := countVerdict(r.order, verdictHandout); handouts >= manyTexts {
 		// Ten thousand prompts and their events are made now and written
-		// one after another by apply: collecting at half over what is
-		// live, rather than at twice, keeps the garbage of making them
-		// from doubling the heap that holds them.
-		defer debug.SetGCPercent(debug.SetGCPercent(50))
+		// one after another by apply: collecting sooner keeps the garbage
+		// of making them from doubling the heap that holds them.
+		defer collectSooner()()
 	}
 	h := &handouts{state: st, kept: map[string][]store.Move{}}
 	if r.lifted {

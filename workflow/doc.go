@@ -67,9 +67,11 @@
 //     another, in order, so that every path names its jobs deterministically.
 //     A path that goes on after a wait ended a goroutine of its own fails
 //     the step with a DefinitionError.
-//  8. Judge only the output and the job's declared inputs in a validator:
-//     the same bytes made from the same inputs get the same verdict. A
-//     registry with a build ([Registry.SetBuild], which the shell sets to
+//  8. Judge only the output and the job's declared inputs in a validator,
+//     and choose a job's validator by nothing but the run's parameters and
+//     the files a step may read: the same bytes made from the same inputs
+//     get the same verdict. A
+//     registry with a build ([Registry.WithBuild], which the shell sets to
 //     [ExecutableBuild]) remembers which outputs its validators accepted,
 //     and does not ask again until the bytes, the inputs or the build
 //     change.
@@ -77,7 +79,8 @@
 //     looks at the files its records name on the machine's other cores
 //     while it reads its records, and takes what it found of an output for
 //     the rest of the step: only workers write outputs, and they have
-//     finished. Any other file is looked at again when a job reads it, so
+//     finished (a step that owes moves of outputs makes them first, and
+//     looks anew). Any other file is looked at again when a job reads it, so
 //     a mechanical step's writes are seen at once, as an effect's are.
 //
 // # Failures

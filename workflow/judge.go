@@ -296,7 +296,7 @@ func (r *replay) validate(n *named, sum string) (kind BlockKind, messages []stri
 	if v == nil {
 		return "", nil
 	}
-	key := r.verdictKey(sum, n.current)
+	key := r.verdictKey(n.spec.output, sum, n.current)
 	if r.verdicts.Accepted(name, key) {
 		return "", nil
 	}
@@ -308,10 +308,11 @@ func (r *replay) validate(n *named, sum string) (kind BlockKind, messages []stri
 }
 
 // verdictKey is what a verdict is remembered by: the SHA-256 of the
-// output's and the input state's parts, length-prefixed, so that no two
-// pairs share one.
-func (r *replay) verdictKey(output string, in store.Inputs) string {
-	b := appendField(r.keyBuf[:0], output)
+// output's path and bytes and of the input state's parts, length-prefixed,
+// so that no two share one.
+func (r *replay) verdictKey(path, output string, in store.Inputs) string {
+	b := appendField(r.keyBuf[:0], path)
+	b = appendField(b, output)
 	b = appendField(b, in.Prompt)
 	b = appendField(b, in.Launch)
 	for _, f := range in.Files {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/custodian-run/custodian/store"
 	"github.com/custodian-run/custodian/workflow"
 )
 
@@ -42,4 +43,37 @@ func TestAMechanicalStepsWriteIsSeenInTheSameStep(t *testing.T) {
 	out := h.step()
 	require.Equal(t, workflow.KindLaunch, out.Kind, "outcome: %+v", out)
 	assert.Equal(t, []string{"review"}, handoutNames(out))
+}
+
+// A step that owes moves makes them before it judges: an output it moved
+// away is gone, whatever the step's lookers found of it before the move.
+func TestAnOutputMovedAwayByAnOwedMoveIsGone(t *testing.T) {
+	j := job("a")
+	j.Validate = nil // nothing but the file's presence decides
+	for range 5 {
+		h := startRun(t, oneJob(j), source)
+		h.runToDone()
+		h.done() // the hash cache lists a.md, which the next step's lookers read first
+
+		// The state of a step that decided to set a.md aside and ended
+		// before it did.
+		run, err := store.Open(h.dir)
+		require.NoError(t, err)
+		unlock, err := run.Lock()
+		require.NoError(t, err)
+		st, err := run.LoadState()
+		require.NoError(t, err)
+		id, err := run.Identity("a.md")
+		require.NoError(t, err)
+		st.Moves = []store.Move{{Source: "a.md", Target: ".custodian/jobs/a/kept/1-a.md", Identity: id}}
+		require.NoError(t, run.SaveState("test", st))
+		unlock()
+		run.Close()
+
+		// No effect is named: the step is taken as an ordinary one.
+		err = h.o.StepEndingIn("none", false)
+		require.ErrorContains(t, err, "taken as an ordinary step")
+		require.NoFileExists(t, h.path("a.md"))
+		assert.Empty(t, h.state().Jobs["a"].Accepted, "a job accepted whose output was moved away")
+	}
 }

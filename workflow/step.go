@@ -29,6 +29,9 @@ func (o *Orchestrator) Step() (Outcome, error) {
 			// The last step committed and ended before its moves were done,
 			// so nobody saw its outcome: finish the moves and give that
 			// outcome now, rather than judge a round whose workers never ran.
+			// The moves take outputs away: what the lookers found of
+			// them is no longer so, and the replay looks anew.
+			rec.files.Settle()
 			if err := o.finishMoves(rec.state); err != nil {
 				return err
 			}
@@ -70,6 +73,9 @@ var ErrEndedInEffect = errors.New("the step ended inside the effect, as a crash 
 func (o *Orchestrator) StepEndingIn(effect string, ranDo bool) error {
 	return o.stepLocked(func(rec *loaded) error {
 		if len(rec.state.Moves) > 0 {
+			// The moves take outputs away: what the lookers found of
+			// them is no longer so, and the replay looks anew.
+			rec.files.Settle()
 			if err := o.finishMoves(rec.state); err != nil {
 				return err
 			}

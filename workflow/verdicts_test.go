@@ -31,7 +31,7 @@ func verdictRun(t *testing.T, build string) (h *harness, calls *int, refuse *boo
 	t.Helper()
 	calls, refuse = new(int), new(bool)
 	h = startRun(t, oneJob(countingJob("summary", calls, refuse)), source)
-	h.reg.SetBuild(build)
+	h.reg = h.reg.WithBuild(build)
 	h.reopen()
 	h.runToDone()
 	require.Equal(t, 1, *calls, "the accepting step asks the validator once")
@@ -54,7 +54,7 @@ func TestVerdictsSpareTheValidatorOfAnUnchangedOutput(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h, calls, _ := verdictRun(t, tt.build)
 			*calls = 0
-			h.reg.SetBuild(tt.nextBuild)
+			h.reg = h.reg.WithBuild(tt.nextBuild)
 			h.reopen()
 			h.done()
 			h.done()
@@ -67,7 +67,7 @@ func TestVerdictsAnotherBuildMayRefuseWhatOneAccepted(t *testing.T) {
 	h, _, refuse := verdictRun(t, "b1")
 	*refuse = true
 	h.done() // the same build: its verdict on these bytes stands
-	h.reg.SetBuild("b2")
+	h.reg = h.reg.WithBuild("b2")
 	h.reopen()
 	out := h.step()
 	require.Equal(t, workflow.KindLaunch, out.Kind, "outcome: %+v", out)
@@ -167,7 +167,7 @@ func TestVerdictsOfOtherInputsDoNotCarryOver(t *testing.T) {
 		return hasHeading(path)
 	}
 	h := startRun(t, oneJob(j), source)
-	h.reg.SetBuild("b1")
+	h.reg = h.reg.WithBuild("b1")
 	h.reopen()
 	h.runToDone()
 	h.write("source.md", "forbidden now\n")

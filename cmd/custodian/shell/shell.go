@@ -102,7 +102,7 @@ func Main(reg *workflow.Registry, args []string, stdout, stderr io.Writer) (code
 	if reg.Build() == "" {
 		// The registry is this binary's code: what its validators accepted
 		// is remembered under its build.
-		reg.SetBuild(workflow.ExecutableBuild())
+		reg = reg.WithBuild(workflow.ExecutableBuild())
 	}
 	err := New(reg, stdout, stderr).Run(args)
 	if err == nil {

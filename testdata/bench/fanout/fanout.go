@@ -76,8 +76,7 @@ func Registry() *workflow.Registry {
 	if err != nil {
 		panic(err)
 	}
-	reg.SetBuild(workflow.ExecutableBuild())
-	return reg
+	return reg.WithBuild(workflow.ExecutableBuild())
 }
 
 func run(ctx *workflow.Context) error {
