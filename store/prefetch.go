@@ -107,11 +107,12 @@ func (f *Files) Prefetch(keys []string) {
 	if workers <= 0 || f.pre != nil || len(keys) == 0 {
 		return
 	}
-	root, err := unix.Dup(f.run.tree.fd)
+	// Closed on exec from the start: a worker launched meanwhile must not
+	// inherit a descriptor of the run.
+	root, err := unix.FcntlInt(uintptr(f.run.tree.fd), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		return // the replay asks the file system itself
 	}
-	unix.CloseOnExec(root)
 	p := &prefetch{index: make(map[string]int32, len(keys)), items: make([]prefetchItem, len(keys)), root: root,
 		listings: map[string]*prefetchListing{}}
 	for _, key := range keys {
