@@ -118,20 +118,6 @@ func (r *Run) loadCache() *hashCache {
 	return c
 }
 
-// parseCache reads a cache's bytes into its stamp and its entries by key,
-// or says they are not a cache of run.
-func parseCache(data []byte, run string) (stamp int64, entries map[string]cacheEntry, ok bool) {
-	c, ok := readCache(data, run)
-	if !ok {
-		return 0, nil, false
-	}
-	entries = make(map[string]cacheEntry, len(c.entries))
-	for _, e := range c.entries {
-		entries[e.key] = e
-	}
-	return c.stamp, entries, true
-}
-
 // readCache reads a cache's bytes, or says they are not a cache of run.
 // Keys and sums are parts of data, as a string that shares its memory, so
 // that reading ten thousand entries allocates a few times, not per entry:

@@ -374,10 +374,7 @@ func (f *Files) Stat(rel string) (FileInfo, error) {
 // held when it was read: only a missing name, for Stat, is taken from it
 // without an lstat.
 func (f *Files) listed(rel string) (kind FileKind, listed bool) {
-	dir, name := ".", rel
-	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
-		dir, name = rel[:i], rel[i+1:]
-	}
+	dir, name := splitPath(rel)
 	l := f.lastListing
 	if l == nil || f.lastDir != dir {
 		if f.listings == nil {

@@ -495,6 +495,21 @@ const (
 	phOutside                              = "@OUT@"
 )
 
+// parseCache reads a cache's bytes into its stamp and its entries by key,
+// or says they are not a cache of run: the cache as FuzzHashCache checks
+// it.
+func parseCache(data []byte, run string) (stamp int64, entries map[string]cacheEntry, ok bool) {
+	c, ok := readCache(data, run)
+	if !ok {
+		return 0, nil, false
+	}
+	entries = make(map[string]cacheEntry, len(c.entries))
+	for _, e := range c.entries {
+		entries[e.key] = e
+	}
+	return c.stamp, entries, true
+}
+
 func FuzzHashCache(f *testing.F) {
 	r := fuzzRun(f)
 	cacheFile := r.abs(statePath("hashes"))

@@ -131,7 +131,7 @@ func (f *Files) Prefetch(keys []string) {
 			it.cached, it.cachedSum = e.info, e.sum
 			it.known = e.mine || max(e.info.Mtime, e.info.Ctime) < f.cache.stamp-racyWindow
 		} else {
-			dir := dirOf(key)
+			dir, _ := splitPath(key)
 			l := p.listings[dir]
 			if l == nil {
 				l = &prefetchListing{}
@@ -283,10 +283,7 @@ func (p *prefetch) look() {
 // lstat that the cache answers, or the open, fstat, read and close of a
 // regular file (the lstat spared where the directory's listing shows one).
 func (p *prefetch) lookAt(w *prefetchWalker, it *prefetchItem) bool {
-	dir, name := dirOf(it.key), it.key
-	if dir != "." {
-		name = it.key[len(dir)+1:]
-	}
+	dir, name := splitPath(it.key)
 	dfd, err := w.dir(dir)
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) {
@@ -365,12 +362,12 @@ func (w *prefetchWalker) dir(rel string) (int, error) {
 	if fd, ok := w.dirs[rel]; ok {
 		return fd, nil
 	}
-	parent, err := w.dir(dirOf(rel))
+	dir, name := splitPath(rel)
+	parent, err := w.dir(dir)
 	if err != nil {
 		return -1, err
 	}
-	name := rel[strings.LastIndexByte(rel, '/')+1:]
-	fd, err := unix.Openat(parent, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	fd, err := openDirAt(parent, name)
 	if err != nil {
 		return -1, err
 	}
@@ -386,12 +383,4 @@ func (w *prefetchWalker) close() {
 	for _, fd := range w.dirs {
 		unix.Close(fd)
 	}
-}
-
-// dirOf is the directory of a clean run-relative path, "." for the run.
-func dirOf(rel string) string {
-	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
-		return rel[:i]
-	}
-	return "."
 }

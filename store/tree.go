@@ -168,7 +168,7 @@ func (t *tree) dirLocked(rel string, m making) (int, error) {
 		}
 	}
 	name := path.Base(rel)
-	fd, err := unix.Openat(parent, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	fd, err := openDirAt(parent, name)
 	if errors.Is(err, unix.ENOENT) && m != noMaking {
 		if err = unix.Mkdirat(parent, name, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
 			return -1, &fs.PathError{Op: "mkdir", Path: rel, Err: err}
@@ -178,7 +178,7 @@ func (t *tree) dirLocked(rel string, m making) (int, error) {
 		} else if err = unix.Fsync(parent); err != nil {
 			return -1, &fs.PathError{Op: "sync", Path: path.Dir(rel), Err: err}
 		}
-		fd, err = unix.Openat(parent, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+		fd, err = openDirAt(parent, name)
 	}
 	if err != nil {
 		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
@@ -200,6 +200,12 @@ func (t *tree) dirLocked(rel string, m making) (int, error) {
 		delete(t.dirs, old)
 	}
 	return fd, nil
+}
+
+// openDirAt opens the directory name in the directory parent, never
+// through a link and never blocking.
+func openDirAt(parent int, name string) (int, error) {
+	return unix.Openat(parent, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 }
 
 func (t *tree) touch(rel string) {
@@ -227,12 +233,19 @@ func (t *tree) splitMaking(rel string, m making) (int, string, error) {
 	if !Clean(rel) {
 		return -1, "", fmt.Errorf("%q is not a clean path inside the run", rel)
 	}
-	dir, name := ".", rel
-	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
-		dir, name = rel[:i], rel[i+1:]
-	}
+	dir, name := splitPath(rel)
 	dfd, err := t.dirMaking(dir, m)
 	return dfd, name, err
+}
+
+// splitPath splits a clean run-relative path into its directory ("." for
+// the run itself) and its last name, as path.Split and path.Dir would
+// without their copies.
+func splitPath(rel string) (dir, name string) {
+	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
+		return rel[:i], rel[i+1:]
+	}
+	return ".", rel
 }
 
 // Clean says whether rel is a path the engine may touch inside a run:
