@@ -44,14 +44,19 @@ type hashCache struct {
 	stamp   int64 // when the command that wrote it began hashing
 	index   map[string]int32
 	entries []cacheEntry
-	dirty   bool // this command hashed what the cache did not know
+	// used lists the entries this command looked up or stored, in the
+	// order it first did: the order they are written back in, and the one
+	// the next command's lookers take them in.
+	used  []int32
+	dirty bool // this command hashed what the cache did not know
 }
 
 type cacheEntry struct {
 	key  string
 	info FileInfo
 	sum  string
-	// used: looked up or stored by this command, so written back.
+	// used: looked up or stored by this command (listed in the cache's
+	// used), so written back.
 	used bool
 	// mine: hashed by this command itself. Within one command an unchanged
 	// identity is trusted without the racy rule, so that an input that
@@ -79,8 +84,8 @@ func (c *hashCache) lookupAt(i int, info FileInfo) (string, bool) {
 	if i < 0 {
 		return "", false
 	}
+	c.use(i)
 	e := &c.entries[i]
-	e.used = true
 	if e.info != info {
 		return "", false
 	}
@@ -94,20 +99,59 @@ func (c *hashCache) store(key string, info FileInfo, sum string) {
 	if strings.ContainsFunc(key, isControl) {
 		return // a key the line format cannot hold is hashed every time
 	}
-	e := cacheEntry{key: key, info: info, sum: sum, used: true, mine: true}
-	if i, ok := c.index[key]; ok {
+	e := cacheEntry{key: key, info: info, sum: sum, mine: true}
+	i, ok := c.index[key]
+	if ok {
+		e.used = c.entries[i].used
 		c.entries[i] = e
 	} else {
-		c.index[key] = int32(len(c.entries))
+		i = int32(len(c.entries))
+		c.index[key] = i
 		c.entries = append(c.entries, e)
 	}
+	c.use(int(i))
 	c.dirty = true
+}
+
+// reordered says whether the command used the entries in an order other
+// than theirs often enough to be worth writing down: the next command's
+// lookers take them in the cache's order, and keep ahead of its replay
+// when that is the replay's order. (A cache written before a step asked for
+// outputs lists every input, then every output.)
+func (c *hashCache) reordered() bool {
+	breaks := 0
+	for k := 1; k < len(c.used); k++ {
+		if c.used[k] != c.used[k-1]+1 {
+			breaks++
+		}
+	}
+	return breaks > len(c.used)/8
+}
+
+// use notes that the command used entry i.
+func (c *hashCache) use(i int) {
+	if e := &c.entries[i]; !e.used {
+		e.used = true
+		c.used = append(c.used, int32(i))
+	}
 }
 
 // loadCache reads the hash cache; anything but a whole cache of this run
 // is an empty one.
 func (r *Run) loadCache() *hashCache {
 	data, info, cut, err := r.tree.readFile(statePath("hashes"), maxRecord)
+	return r.cacheOf(data, info, cut, err)
+}
+
+// loadCacheAt is loadCache through root, a descriptor of the run directory
+// of the caller's own: the tree's are not to be shared between goroutines.
+func (r *Run) loadCacheAt(root int) *hashCache {
+	return r.cacheOf(readStateFileAt(root, "hashes"))
+}
+
+// cacheOf is the cache read from data, the file's bytes up to a bound (cut:
+// there were more), or an empty one.
+func (r *Run) cacheOf(data []byte, info FileInfo, cut bool, err error) *hashCache {
 	if err != nil || info.Kind != Regular || cut {
 		return newHashCache()
 	}
@@ -214,11 +258,8 @@ func (r *Run) saveCache(c *hashCache, begun int64) error {
 	}
 	b := make([]byte, 0, size)
 	b = fmt.Appendf(b, "%s %s %d\n", cacheHeader, r.Record.ID, begun)
-	for i := range c.entries {
+	for _, i := range c.used {
 		e := &c.entries[i]
-		if !e.used {
-			continue
-		}
 		b = append(b, e.sum...)
 		for _, n := range [...]int64{int64(e.info.Dev), int64(e.info.Ino), e.info.Size, e.info.Mtime, e.info.Ctime} {
 			b = append(b, ' ')

@@ -1,11 +1,13 @@
 package store
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"reflect"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -97,6 +99,13 @@ func (e *encoder) value(v reflect.Value) error {
 		if v.IsNil() {
 			e.buf = append(e.buf, "null"...)
 			return nil
+		}
+		if v.Type().Implements(rawKeeperType) {
+			if raw := v.Interface().(rawKeeper).keptRaw(); raw != nil {
+				e.reserve(len(raw))
+				e.buf = append(e.buf, raw...)
+				return nil
+			}
 		}
 		return e.value(v.Elem())
 	case reflect.Struct:
@@ -258,6 +267,17 @@ func fieldsOf(t reflect.Type) *fields {
 
 var rawMessage = reflect.TypeFor[json.RawMessage]()
 
+// A rawKeeper is a pointer type that keeps the bytes it was decoded from,
+// and gives them back, from keptRaw, to be written as they are while it
+// holds what they say (nil otherwise): a record of ten thousand jobs of
+// which a step changed a few is written without encoding the others again.
+type rawKeeper interface {
+	keepRaw(raw []byte)
+	keptRaw() []byte
+}
+
+var rawKeeperType = reflect.TypeFor[rawKeeper]()
+
 // decodeStrict decodes data, one JSON value, into v, a pointer, refusing
 // anything it does not fully understand. The strings it decodes share
 // data's memory: the caller does not change data afterwards. A state of
@@ -378,7 +398,14 @@ func (d *decoder) valueDepth(v reflect.Value, depth int) error {
 		if v.IsNil() {
 			v.Set(reflect.New(v.Type().Elem()))
 		}
-		return d.valueDepth(v.Elem(), depth+1)
+		start := d.pos
+		if err := d.valueDepth(v.Elem(), depth+1); err != nil {
+			return err
+		}
+		if v.Type().Implements(rawKeeperType) {
+			v.Interface().(rawKeeper).keepRaw(d.data[start:d.pos])
+		}
+		return nil
 	case reflect.Struct:
 		return d.object(v, depth)
 	case reflect.Map:
@@ -501,41 +528,129 @@ func (d *decoder) mapping(v reflect.Value, depth int) error {
 		return fmt.Errorf("%s is not an object", d.at())
 	}
 	d.pos++
-	t := v.Type()
-	m := reflect.MakeMap(t)
+	m := reflect.MakeMap(v.Type())
+	d.space()
+	if d.peek() == '}' {
+		d.pos++
+		v.Set(m)
+		return nil
+	}
+	if comma := d.halfway(v.Type()); comma >= 0 {
+		if err := d.halves(m, depth, comma); err != nil {
+			return err
+		}
+	} else if _, err := d.entries(m, depth, -1); err != nil {
+		return err
+	}
+	v.Set(m)
+	return nil
+}
+
+// entries reads a map's entries into m, from the first key to the closing
+// brace, or until an entry ends at the position stop (stopped).
+func (d *decoder) entries(m reflect.Value, depth, stop int) (stopped bool, err error) {
+	t := m.Type()
 	key := reflect.New(t.Key()).Elem()
 	elem := reflect.New(t.Elem()).Elem()
-	first := true
 	for {
-		d.space()
-		if d.peek() == '}' && first {
-			d.pos++
-			break
-		}
 		name, err := d.keyString()
 		if err != nil {
-			return err
+			return false, err
 		}
 		key.SetString(name)
 		if m.MapIndex(key).IsValid() {
-			return fmt.Errorf("%s has the key %q twice", d.at(), name)
+			return false, fmt.Errorf("%s has the key %q twice", d.at(), name)
 		}
 		elem.SetZero()
 		d.push(pathStep{name: name, key: true})
 		if err := d.valueDepth(elem, depth+1); err != nil {
-			return err
+			return false, err
 		}
 		d.pop()
 		m.SetMapIndex(key, elem)
-		if done, err := d.next('}'); err != nil || done {
-			if err != nil {
-				return err
-			}
-			break
+		if d.pos == stop {
+			return true, nil
 		}
-		first = false
+		if done, err := d.next('}'); err != nil || done {
+			return false, err
+		}
 	}
-	v.Set(m)
+}
+
+// minHalves is the size of a map's records above which two goroutines
+// read one half each; a variable, so that tests read small ones in halves.
+var minHalves = 256 << 10
+
+// halfway finds, past the middle of what is left of the record, the comma
+// between two entries of a map of t, which is read in two halves, or
+// returns -1 to read it in one. Only a map whose records keep their bytes
+// (a state's jobs) is read in halves, and only where the record is large
+// and there is a second core.
+//
+// The comma is found by what follows it, a key and the first field of a
+// record: `,"name":{"first":`. The close of a record and a quote without
+// a backslash before it cannot lie inside a string, whose quotes are
+// escaped; a comma so found that is not one between two entries of this
+// map (a record of another map further on, say) is never reached by the
+// first half, which then reads the whole map, and the second half's
+// reading is dropped.
+func (d *decoder) halfway(t reflect.Type) int {
+	rest := len(d.data) - d.pos
+	if rest < minHalves || runtime.GOMAXPROCS(0) < 2 || t.Key().Kind() != reflect.String || !t.Elem().Implements(rawKeeperType) {
+		return -1
+	}
+	elem := t.Elem()
+	for elem.Kind() == reflect.Pointer {
+		elem = elem.Elem()
+	}
+	if elem.Kind() != reflect.Struct || len(fieldsOf(elem).list) == 0 {
+		return -1
+	}
+	marker := append([]byte(`":{`), fieldsOf(elem).list[0].quoted...)
+	from := d.pos + rest/2
+	for range 16 {
+		i := bytes.Index(d.data[from:], marker)
+		if i < 0 {
+			return -1
+		}
+		end := from + i // the key's closing quote
+		from = end + 1
+		open := bytes.LastIndexByte(d.data[:end], '"')
+		if open < 2 || d.data[open-1] != ',' || d.data[open-2] != '}' || bytes.IndexByte(d.data[open:end], '\\') >= 0 {
+			continue
+		}
+		return open - 1
+	}
+	return -1
+}
+
+// halves reads a map's entries into m, those after comma on another
+// goroutine, as entries would read them all.
+func (d *decoder) halves(m reflect.Value, depth, comma int) error {
+	second := &decoder{data: d.data, text: d.text, pos: comma + 1, path: slices.Clone(d.path)}
+	rest := reflect.MakeMap(m.Type())
+	done := make(chan error, 1)
+	go func() {
+		_, err := second.entries(rest, depth, -1)
+		done <- err
+	}()
+	stopped, err := d.entries(m, depth, comma)
+	restErr := <-done
+	switch {
+	case err != nil:
+		return err
+	case !stopped:
+		return nil // the comma was not between two entries: m is whole
+	case restErr != nil:
+		return restErr
+	}
+	for it := rest.MapRange(); it.Next(); {
+		if m.MapIndex(it.Key()).IsValid() {
+			return fmt.Errorf("%s has the key %q twice", d.at(), it.Key().String())
+		}
+		m.SetMapIndex(it.Key(), it.Value())
+	}
+	d.pos = second.pos
 	return nil
 }
 

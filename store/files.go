@@ -174,6 +174,10 @@ type Files struct {
 	lastListing *listing
 	// pre is what the lookers of a prefetch found, until it is settled.
 	pre *prefetch
+	// loading is closed once another goroutine has read the cache and
+	// started the prefetch of its keys (StepFiles); nil once waited for,
+	// or when there was nothing to wait for.
+	loading chan struct{}
 }
 
 // Locate makes f find a file outside the run, recorded at key, at
@@ -188,6 +192,39 @@ func (r *Run) Files() *Files {
 	f.begun = f.now().UnixNano()
 	f.cache = r.loadCache()
 	return f
+}
+
+// StepFiles is Files for a step, which reads every file the hash cache
+// lists: on a machine of more than one core, another goroutine reads the
+// cache and starts looking at its files (Prefetch) while the step reads
+// its records, and f's first use waits for it to have begun.
+func (r *Run) StepFiles() *Files {
+	f := &Files{run: r, now: time.Now}
+	f.begun = f.now().UnixNano()
+	root := -1
+	if lookers() > 0 {
+		root, _ = dupCloseOnExec(r.tree.fd)
+	}
+	if root < 0 {
+		f.cache = r.loadCache()
+		f.Prefetch(f.Cached())
+		return f
+	}
+	f.loading = make(chan struct{})
+	go func() {
+		defer close(f.loading)
+		f.cache = r.loadCacheAt(root)
+		f.pre = f.prefetchCache(root)
+	}()
+	return f
+}
+
+// ready waits for what StepFiles began on another goroutine.
+func (f *Files) ready() {
+	if f.loading != nil {
+		<-f.loading
+		f.loading = nil
+	}
 }
 
 // Hash returns what the file at key holds: a run-relative path, read
@@ -215,6 +252,7 @@ func (f *Files) HashOutput(key string, limit int64) (Content, error) {
 }
 
 func (f *Files) hash(key string, limit int64, output bool) (Content, error) {
+	f.ready()
 	if strings.HasPrefix(key, "/") {
 		return f.hashOutside(key, limit)
 	}
@@ -341,10 +379,12 @@ func (f *Files) hashOpen(key string, fd int, info FileInfo, limit int64) (Conten
 }
 
 // Save writes the hash cache when this command hashed anything the cache
-// did not know. The cache is derived data: a command that ends before it
+// did not know, or asked for its files in another order than the cache
+// lists them. The cache is derived data: a command that ends before it
 // leaves the old one, which the racy rule keeps honest.
 func (f *Files) Save() error {
-	if !f.cache.dirty {
+	f.ready()
+	if !f.cache.dirty && !f.cache.reordered() {
 		return nil
 	}
 	return f.run.saveCache(f.cache, f.begun)

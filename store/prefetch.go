@@ -40,6 +40,12 @@ import (
 // is left to the replay, which knows the limit it is read under.
 const prefetchMaxRead = 8 << 20
 
+// maxStride bounds the stride prefetched follows.
+const maxStride = 8
+
+// replayLead is how many items ahead of the replay a looker leaves to it.
+const replayLead = 16
+
 // maxLookers bounds the goroutines of one prefetch.
 const maxLookers = 4
 
@@ -50,15 +56,27 @@ var lookers = func() int { return min(runtime.GOMAXPROCS(0)-1, maxLookers) }
 
 // prefetch is what the lookers of one command found, by key.
 type prefetch struct {
+	// index finds a key's item; nil when the items are the hash cache's
+	// entries, found by the cache's index.
 	index map[string]int32
 	items []prefetchItem
 	next  atomic.Int64 // the next item a looker takes
-	// cursor is the item after the one the replay last asked about; the
-	// replay's own.
-	cursor int
-	stop   atomic.Bool
-	wg     sync.WaitGroup
-	root   int // the lookers' own descriptor of the run directory
+	_     [56]byte     // next and replayAt change on different cores
+	// replayAt is where the replay is: the item after the one it last
+	// asked about. Lookers leave the items just ahead of it to the
+	// replay, which would otherwise wait for each in turn.
+	replayAt atomic.Int64
+	_        [56]byte
+	// cursor is replayAt, as the replay's own; stride is how far the
+	// replay went between its last two questions, where it is likely
+	// to ask next.
+	cursor, stride int
+	stop           atomic.Bool
+	wg             sync.WaitGroup
+	root           int // the lookers' own descriptor of the run directory
+	// watch hears of changes in the directories of the items from before
+	// the lookers begin; nil when they cannot be watched.
+	watch *watch
 	// listings says, for each directory of keys the cache does not know,
 	// how many there are and, when they are many, what the directory
 	// lists: read once, by the first looker that needs it.
@@ -103,13 +121,11 @@ const (
 // to hash, on the machine's other cores. Keys outside the run and repeated
 // keys are skipped. It does nothing on a machine with one core.
 func (f *Files) Prefetch(keys []string) {
-	workers := lookers()
-	if workers <= 0 || f.pre != nil || len(keys) == 0 {
+	f.ready()
+	if lookers() <= 0 || f.pre != nil || len(keys) == 0 {
 		return
 	}
-	// Closed on exec from the start: a worker launched meanwhile must not
-	// inherit a descriptor of the run.
-	root, err := unix.FcntlInt(uintptr(f.run.tree.fd), unix.F_DUPFD_CLOEXEC, 0)
+	root, err := dupCloseOnExec(f.run.tree.fd)
 	if err != nil {
 		return // the replay asks the file system itself
 	}
@@ -125,40 +141,104 @@ func (f *Files) Prefetch(keys []string) {
 		n := len(p.index)
 		p.index[key] = int32(n)
 		it := &p.items[n]
-		it.key, it.entry = key, int32(f.cache.find(key))
-		if it.entry >= 0 {
-			e := &f.cache.entries[it.entry]
-			it.cached, it.cachedSum = e.info, e.sum
-			it.known = e.mine || max(e.info.Mtime, e.info.Ctime) < f.cache.stamp-racyWindow
-		} else {
-			dir, _ := splitPath(key)
-			l := p.listings[dir]
-			if l == nil {
-				l = &prefetchListing{}
-				p.listings[dir] = l
-			}
-			l.unknown++
+		it.key = key
+		if entry := f.cache.find(key); entry >= 0 {
+			f.fromCache(it, entry)
+			continue
 		}
+		it.entry = -1
+		dir, _ := splitPath(key)
+		l := p.listings[dir]
+		if l == nil {
+			l = &prefetchListing{}
+			p.listings[dir] = l
+		}
+		l.unknown++
 	}
 	p.items = p.items[:len(p.index)]
+	p.start()
+	f.pre = p
+}
+
+// prefetchCache starts looking at the keys of the cache, through root, a
+// descriptor of the run the lookers close when they are done: item i is
+// the cache's entry i, found by the cache's own index.
+func (f *Files) prefetchCache(root int) *prefetch {
+	n := min(len(f.cache.entries), maxPrefetch)
+	if n == 0 {
+		unix.Close(root)
+		return nil
+	}
+	p := &prefetch{items: make([]prefetchItem, n), root: root}
+	for i := range p.items {
+		it := &p.items[i]
+		it.key = f.cache.entries[i].key
+		f.fromCache(it, i)
+		if strings.HasPrefix(it.key, "/") {
+			it.state.Store(itemReplay) // outside the run: the replay's
+		}
+	}
+	p.start()
+	return p
+}
+
+// fromCache fills in what the cache's entry says of an item's key.
+func (f *Files) fromCache(it *prefetchItem, entry int) {
+	e := &f.cache.entries[entry]
+	it.entry, it.cached, it.cachedSum = int32(entry), e.info, e.sum
+	it.known = e.mine || max(e.info.Mtime, e.info.Ctime) < f.cache.stamp-racyWindow
+}
+
+// start starts the lookers, which close the prefetch's descriptor of the
+// run when the last is done.
+func (p *prefetch) start() {
+	if dirs := p.watchedDirs(); dirs != nil {
+		w := prefetchWalker{root: p.root, dirs: map[string]int{}}
+		p.watch = newWatch(&w, dirs)
+		w.close()
+	}
+	p.replayAt.Store(-replayLead) // no question yet
+	workers := lookers()
 	p.wg.Add(workers)
 	for range workers {
 		go p.look()
 	}
 	go func() {
 		p.wg.Wait()
-		unix.Close(root)
+		unix.Close(p.root)
 	}()
-	f.pre = p
+}
+
+// find returns the position of key's item.
+func (p *prefetch) find(key string, c *hashCache) (int, bool) {
+	index := p.index
+	if index == nil {
+		index = c.index // items are the cache's entries
+	}
+	i, ok := index[key]
+	if !ok || int(i) >= len(p.items) {
+		return 0, false
+	}
+	return int(i), true
+}
+
+// dupCloseOnExec duplicates fd, closed on exec from the start: a worker
+// launched meanwhile must not inherit a descriptor of the run.
+func dupCloseOnExec(fd int) (int, error) {
+	return unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
 }
 
 // Prefetching says whether lookers are at work for this command.
-func (f *Files) Prefetching() bool { return f.pre != nil }
+func (f *Files) Prefetching() bool {
+	f.ready()
+	return f.pre != nil
+}
 
 // Cached lists the keys of the hash cache, in the order the command that
 // wrote it looked at them: the files a step over an unchanged run reads.
 // The cache is untrusted: no more than maxPrefetch keys are listed.
 func (f *Files) Cached() []string {
+	f.ready()
 	keys := make([]string, min(len(f.cache.entries), maxPrefetch))
 	for i := range keys {
 		keys[i] = f.cache.entries[i].key
@@ -176,6 +256,7 @@ const maxPrefetch = 1 << 20
 // the definition's own effect may write in the run, and when its replay
 // ends.
 func (f *Files) Settle() {
+	f.ready()
 	p := f.pre
 	if p == nil {
 		return
@@ -183,6 +264,7 @@ func (f *Files) Settle() {
 	f.pre = nil
 	p.stop.Store(true)
 	p.wg.Wait()
+	p.watch.close()
 }
 
 // prefetched returns what a looker found at key, waiting for a looker
@@ -195,29 +277,35 @@ func (f *Files) prefetched(key string) (it *prefetchItem, ok bool) {
 	// The replay mostly asks in the order of the keys, which is the order
 	// the last step asked in: the item after the last one asked about is
 	// tried before the index, whose lookups miss the processor's caches.
-	i := p.cursor
+	i := p.cursor + max(p.stride, 1) - 1
 	if i >= len(p.items) || p.items[i].key != key {
-		j, ok := p.index[key]
-		if !ok {
-			return nil, false
+		if i = p.cursor; i >= len(p.items) || p.items[i].key != key {
+			j, ok := p.find(key, f.cache)
+			if !ok {
+				return nil, false
+			}
+			i = j
 		}
-		i = int(j)
 	}
+	// A replay that asks for every other item, a join of the outputs
+	// of many jobs for instance, is followed as well as one that asks
+	// for every item.
+	p.stride = max(1, min(i+1-p.cursor, maxStride))
 	p.cursor = i + 1
+	p.replayAt.Store(int64(p.cursor))
 	it = &p.items[i]
 	if it.state.CompareAndSwap(itemWaiting, itemReplay) {
 		// No looker came to it yet: the replay does not wait.
 		return nil, false
 	}
-	for {
-		switch it.state.Load() {
-		case itemDone:
-			return it, it.ok
-		case itemReplay:
-			return nil, false
-		}
-		runtime.Gosched() // a looker is at it, for some microseconds
+	if it.state.Load() == itemDone {
+		return it, it.ok
 	}
+	// A looker is at it. The replay looks itself rather than wait for a
+	// goroutine the scheduler may not run again for a while (one back from
+	// a system call finds both cores busy, the replay's with waiting):
+	// what the looker finds is taken if the replay asks again.
+	return nil, false
 }
 
 // fromPrefetch answers Hash from what a looker found; ok is false when it
@@ -231,9 +319,13 @@ func (f *Files) fromPrefetch(it *prefetchItem, limit int64, output bool) (Conten
 		// coarsest clock: one rewritten at the same size within the tick
 		// of the looker's read keeps its times (the hash cache's racy
 		// rule).
-		now, err := f.run.tree.lstat(it.key)
-		if err != nil || now != info || (info.Kind == Regular && max(info.Mtime, info.Ctime) >= f.begun-racyWindow) {
+		if info.Kind == Regular && max(info.Mtime, info.Ctime) >= f.begun-racyWindow {
 			return Content{}, false
+		}
+		if !f.pre.watch.quiet() {
+			if now, err := f.run.tree.lstat(it.key); err != nil || now != info {
+				return Content{}, false
+			}
 		}
 	}
 	switch {
@@ -247,7 +339,7 @@ func (f *Files) fromPrefetch(it *prefetchItem, limit int64, output bool) (Conten
 	if !it.stored {
 		it.stored = true
 		if it.entry >= 0 && it.cached == info && it.known {
-			f.cache.entries[it.entry].used = true
+			f.cache.use(int(it.entry))
 		} else {
 			f.cache.store(it.key, info, it.sum)
 		}
@@ -268,6 +360,12 @@ func (p *prefetch) look() {
 		i := p.next.Add(1) - 1
 		if i >= int64(len(p.items)) {
 			return
+		}
+		if at := p.replayAt.Load(); i < at+replayLead {
+			// The replay is at the item, or about to be: it takes the
+			// next few itself, and the looker goes on after them.
+			p.next.CompareAndSwap(i+1, at+replayLead)
+			continue
 		}
 		it := &p.items[i]
 		if !it.state.CompareAndSwap(itemWaiting, itemLooking) {

@@ -72,6 +72,18 @@ func waitLookers(t *testing.T, f *Files) {
 	}
 }
 
+// lookedAt returns r's files of a command that began at now+begun, once
+// its lookers have looked at keys: a command that began an hour from now
+// takes every file as older than the racy window.
+func lookedAt(t *testing.T, r *Run, begun time.Duration, keys ...string) *Files {
+	t.Helper()
+	f := r.Files()
+	f.begun = time.Now().Add(begun).UnixNano()
+	f.Prefetch(keys)
+	waitLookers(t, f)
+	return f
+}
+
 // itemOf returns the prefetch item of key.
 func itemOf(t *testing.T, f *Files, key string) *prefetchItem {
 	t.Helper()
@@ -1026,10 +1038,7 @@ func TestPrefetch_RacyFileIsReadAgain(t *testing.T) {
 			useLookers(t, 1)
 			r := newPrefetchRun(t)
 			putFile(t, r.abs("f"), "bytes")
-			f := r.Files()
-			f.begun = time.Now().Add(tt.begun).UnixNano()
-			f.Prefetch([]string{"f"})
-			waitLookers(t, f)
+			f := lookedAt(t, r, tt.begun, "f")
 			it := requireDone(t, f, "f")
 			require.Equal(t, sum64("bytes"), it.sum)
 			// What the looker found is put in its place, so that an answer

@@ -94,6 +94,76 @@ type JobState struct {
 	Accepted string `json:"accepted"`
 	// Trouble is what went wrong with the job; nil while nothing has.
 	Trouble *Trouble `json:"trouble"`
+
+	// kept is the record as it was read, while it may be written as it
+	// was read; a copy of the record keeps it too.
+	kept *keptJob
+}
+
+// keptJob is a job's record as LoadState read it: its bytes, and what
+// they say. A step of ten thousand jobs changes a few of them: SaveState
+// writes the bytes of a record that still says what they say, and encodes
+// only the others. What they say is a copy rather than the record itself,
+// so that a record changed in place is not written as it was.
+type keptJob struct {
+	raw         []byte
+	handouts    int
+	accepted    string
+	outstanding *Handout
+	input       *Inputs
+	// the copies of the record's parts, with room for a job's one input
+	// file, so that a record is kept in one allocation or two
+	handout Handout
+	inputs  Inputs
+	file    [1]FileHash
+}
+
+// keepRaw keeps raw, the bytes j was decoded from. A record with trouble
+// is rare, and is always encoded anew.
+func (j *JobState) keepRaw(raw []byte) {
+	if j.Trouble != nil {
+		return
+	}
+	k := &keptJob{raw: raw, handouts: j.Handouts, accepted: j.Accepted}
+	if j.Outstanding != nil {
+		k.handout = *j.Outstanding
+		k.outstanding = &k.handout
+	}
+	if j.Input != nil {
+		k.inputs = *j.Input
+		if len(j.Input.Files) <= len(k.file) {
+			k.inputs.Files = k.file[:copy(k.file[:], j.Input.Files)]
+		} else {
+			k.inputs.Files = slices.Clone(j.Input.Files)
+		}
+		k.input = &k.inputs
+	}
+	j.kept = k
+}
+
+// keptRaw returns the bytes j was read from while j says what they say,
+// and nil otherwise.
+func (j *JobState) keptRaw() []byte {
+	k := j.kept
+	if k == nil || j.Trouble != nil || j.Handouts != k.handouts || j.Accepted != k.accepted ||
+		!equalPointed(j.Outstanding, k.outstanding) || (j.Input == nil) != (k.input == nil) {
+		return nil
+	}
+	if in := j.Input; in != nil {
+		was := k.input
+		if in.Output != was.Output || in.Prompt != was.Prompt || in.Launch != was.Launch || !slices.Equal(in.Files, was.Files) {
+			return nil
+		}
+	}
+	return k.raw
+}
+
+// equalPointed says whether a and b are both nil or point to equal values.
+func equalPointed[T comparable](a, b *T) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
 }
 
 // Handout is a hand-out not yet judged.

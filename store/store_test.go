@@ -87,7 +87,7 @@ func TestStateRoundTrips(t *testing.T) {
 
 	got, err := r.LoadState()
 	require.NoError(t, err)
-	assert.Equal(t, st, got)
+	assert.EqualExportedValues(t, st, got)
 }
 
 func TestLoadStateOfARunWithoutSteps(t *testing.T) {

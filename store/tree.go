@@ -457,7 +457,33 @@ func readAll(fd int, size, limit int64) (data []byte, cut bool, err error) {
 // limit). A file of another kind is not opened: its kind comes back with
 // no data.
 func (t *tree) readFile(rel string, limit int64) (data []byte, info FileInfo, cut bool, err error) {
-	fd, info, err := t.openRegular(rel)
+	dfd, name, err := t.split(rel, false)
+	if isNotExist(err) {
+		return nil, FileInfo{}, false, nil
+	}
+	if err != nil {
+		return nil, FileInfo{}, false, err
+	}
+	return readFileAt(dfd, name, rel, limit)
+}
+
+// readStateFileAt reads the file name of the state directory, up to
+// maxRecord bytes, through root, a descriptor of the run directory of the
+// caller's own: a goroutine other than the command's does not share the
+// tree's descriptors.
+func readStateFileAt(root int, name string) (data []byte, info FileInfo, cut bool, err error) {
+	dfd, err := openDirAt(root, StateDir)
+	if err != nil {
+		return nil, FileInfo{}, false, err
+	}
+	defer unix.Close(dfd)
+	return readFileAt(dfd, name, statePath(name), maxRecord)
+}
+
+// readFileAt is readFile, for name in the directory dfd; rel names the
+// file in errors.
+func readFileAt(dfd int, name, rel string, limit int64) (data []byte, info FileInfo, cut bool, err error) {
+	fd, info, err := openRegularAt(dfd, name, rel)
 	if err != nil || fd < 0 {
 		return nil, info, false, err
 	}

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // The verdict cache, .custodian/verdicts, remembers which outputs a
@@ -41,6 +43,10 @@ type Verdicts struct {
 	// accepted, for this code.
 	accepted map[string]string
 	dirty    bool
+	// loading is closed once another goroutine has read the cache
+	// (StepVerdicts); nil once waited for, or when there was nothing to
+	// wait for.
+	loading chan struct{}
 }
 
 // Verdicts reads the verdict cache for code, which names the code that
@@ -52,14 +58,47 @@ func (r *Run) Verdicts(code string) *Verdicts {
 		v.code = ""
 		return v
 	}
-	data, info, cut, err := r.tree.readFile(statePath("verdicts"), maxRecord)
-	if err != nil || info.Kind != Regular || cut {
-		return v
+	v.load(r.tree.readFile(statePath("verdicts"), maxRecord))
+	return v
+}
+
+// StepVerdicts is Verdicts for a step: on a machine of more than one core,
+// another goroutine reads the cache while the step reads its records, and
+// v's first use waits for it.
+func (r *Run) StepVerdicts(code string) *Verdicts {
+	root := -1
+	if validCode(code) && lookers() > 0 {
+		root, _ = dupCloseOnExec(r.tree.fd)
 	}
-	if accepted, ok := readVerdicts(data, r.Record.ID, code); ok {
+	if root < 0 {
+		return r.Verdicts(code)
+	}
+	v := &Verdicts{run: r, code: code, accepted: map[string]string{}, loading: make(chan struct{})}
+	go func() {
+		defer close(v.loading)
+		defer unix.Close(root)
+		v.load(readStateFileAt(root, "verdicts"))
+	}()
+	return v
+}
+
+// load takes the verdicts of v's code from the cache's bytes, read up to
+// a bound (cut: there were more); anything else is an empty cache.
+func (v *Verdicts) load(data []byte, info FileInfo, cut bool, err error) {
+	if err != nil || info.Kind != Regular || cut {
+		return
+	}
+	if accepted, ok := readVerdicts(data, v.run.Record.ID, v.code); ok {
 		v.accepted = accepted
 	}
-	return v
+}
+
+// ready waits for what StepVerdicts began on another goroutine.
+func (v *Verdicts) ready() {
+	if v.loading != nil {
+		<-v.loading
+		v.loading = nil
+	}
 }
 
 // validCode says whether code may name code in the header: one field of
@@ -97,12 +136,14 @@ func readVerdicts(data []byte, run, code string) (map[string]string, bool) {
 // Accepted says whether this code's validator of job accepted the output
 // whose key, 64 hexadecimal digits, is key.
 func (v *Verdicts) Accepted(job, key string) bool {
+	v.ready()
 	return v.code != "" && key != "" && v.accepted[job] == key
 }
 
 // Accept notes that the validator of job accepted the output whose key is
 // key. A key that is not 64 lower-case hexadecimal digits is not kept.
 func (v *Verdicts) Accept(job, key string) {
+	v.ready()
 	if v.code == "" || !isHex(key, 64) || !ValidName(job) || v.accepted[job] == key {
 		return
 	}
@@ -114,6 +155,7 @@ func (v *Verdicts) Accept(job, key string) {
 // not hold. A command that ends before it leaves the old cache, whose
 // verdicts are as true as they were.
 func (v *Verdicts) Save() error {
+	v.ready()
 	if !v.dirty {
 		return nil
 	}

@@ -37,6 +37,8 @@ func TestVerdictsRoundTrip(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.Equal(t, tt.wantAccept, r.Verdicts(tt.code).Accepted(tt.job, tt.sum))
+			// A step's, read on another goroutine, holds the same.
+			assert.Equal(t, tt.wantAccept, r.StepVerdicts(tt.code).Accepted(tt.job, tt.sum))
 		})
 	}
 }

@@ -14,7 +14,7 @@ type Context struct {
 type Handle struct {
 	ctx      *Context
 	name     string
-	path     string
+	output   string // run-relative: made absolute when asked for, which most definitions never do of most jobs
 	accepted bool
 }
 
@@ -22,7 +22,7 @@ type Handle struct {
 func (h *Handle) Name() string { return h.name }
 
 // Path returns the absolute path of the job's output.
-func (h *Handle) Path() string { return h.path }
+func (h *Handle) Path() string { return h.ctx.r.abs(h.output) }
 
 // Accepted says whether the job's output is accepted in this step.
 func (h *Handle) Accepted() bool { return h.accepted }
@@ -62,7 +62,7 @@ func (c *Context) Wait(handles ...*Handle) []string {
 		if !h.accepted {
 			c.r.endPath()
 		}
-		paths[i] = h.path
+		paths[i] = h.Path()
 	}
 	return paths
 }

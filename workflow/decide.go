@@ -63,7 +63,7 @@ func (o *Orchestrator) decide(rec *loaded, journal func(string, *store.Effect) e
 	if err := o.def.checkParams(o.params); err != nil {
 		return o.decideWorkflowStop(st, effects, BlockBadParameter, badParameter(err), "", nil, rec.reports), nil
 	}
-	r := newReplay(o, st, effects, rec.files, limits)
+	r := newReplay(o, rec, limits)
 	r.journal = journal
 	r.play()
 	if r.ruleErr != nil {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/custodian-run/custodian/store"
 	"github.com/custodian-run/custodian/workflow"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -42,7 +43,7 @@ func TestJobIdentityDoesNotDependOnPathOrder(t *testing.T) {
 		assert.NotEmpty(t, st.Jobs[name].Accepted, "job %s", name)
 	}
 	// The reversed replay must find the very records the first one wrote.
-	assert.Equal(t, decodeState(t, before).Jobs, st.Jobs)
+	assert.EqualExportedValues(t, store.State{Jobs: decodeState(t, before).Jobs}, store.State{Jobs: st.Jobs})
 }
 
 func TestLaunchIsSortedByNameWhateverTheOrderOfNaming(t *testing.T) {

@@ -25,8 +25,9 @@ func (r *replay) judge(n *named) error {
 		return fmt.Errorf("job %s: %w", name, err)
 	}
 	n.current = current
-	n.js = cloneJob(r.state.Jobs[name])
-	if r.state.Jobs[name] == nil && !r.carryOver(n) && len(n.spec.job.Formerly) == 0 {
+	n.was = r.state.Jobs[name]
+	n.js = cloneJob(n.was)
+	if n.was == nil && !r.carryOver(n) && len(n.spec.job.Formerly) == 0 {
 		r.renamedWithoutFormerly(n)
 	}
 	js := n.js
@@ -97,8 +98,8 @@ func (r *replay) judge(n *named) error {
 
 // isOutput says whether key is the output of a job this replay named.
 func (r *replay) isOutput(key string) bool {
-	owner, ok := r.owners[key]
-	return ok && r.named[owner] != nil && r.named[owner].spec.output == key
+	owner := r.owners[key]
+	return owner != nil && owner.spec.output == key
 }
 
 // problemReport blocks the job when its worker left a problem report: the

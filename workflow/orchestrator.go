@@ -124,8 +124,10 @@ type loaded struct {
 	reports []store.Report
 	round   *store.Round // the round a drive has in flight, or nil
 	// files, for a step, is its file hasher, already looking at the files
-	// the last step hashed; nil for other commands.
-	files *store.Files
+	// the last step hashed, and verdicts its verdict cache, being read;
+	// nil for other commands.
+	files    *store.Files
+	verdicts *store.Verdicts
 }
 
 // locked takes the run's lock, reads every record and calls fn with them.
@@ -151,16 +153,17 @@ func (o *Orchestrator) lockedFor(step bool, fn func(rec *loaded) error) error {
 	}
 	defer unlock()
 	var files *store.Files
+	var verdicts *store.Verdicts
 	if step {
-		files = o.run.Files()
-		files.Prefetch(files.Cached())
+		files = o.run.StepFiles()
 		defer files.Settle()
+		verdicts = o.run.StepVerdicts(o.judgeCode())
 	}
 	rec, err := o.read()
 	if err != nil {
 		return err
 	}
-	rec.files = files
+	rec.files, rec.verdicts = files, verdicts
 	if a := rec.state.Abandoned; a != nil {
 		return &AbandonedError{Run: o.run.Dir, At: a.At, Text: a.Text}
 	}

@@ -157,8 +157,7 @@ func (r *replay) noLongerNamed() {
 		return
 	}
 	for _, n := range r.order {
-		was := r.state.Jobs[n.spec.job.Name]
-		if n.verdict != verdictAccepted || n.carriedFrom != "" || was == nil || was.Accepted != n.js.Accepted {
+		if n.verdict != verdictAccepted || n.carriedFrom != "" || n.was == nil || n.was.Accepted != n.js.Accepted {
 			return
 		}
 	}

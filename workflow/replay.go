@@ -30,8 +30,8 @@ type replay struct {
 
 	named    map[string]*named
 	order    []*named          // in the order jobs were first named
-	owners   map[string]string // output and problem paths → job
-	readers  map[string][]*named
+	owners   map[string]*named // output and problem paths → the job that owns them
+	readers  map[string]*named // paths no job owned yet → the first job named that reads it
 	failures []failure
 	ruleErr  error
 	ioErr    error
@@ -83,6 +83,7 @@ type named struct {
 	spec    *spec
 	handle  *Handle
 	verdict verdict
+	was     *store.JobState // the job's state as the step read it; nil for a new job
 	js      *store.JobState // the job's state as judged; committed unless handed out
 	current store.Inputs
 	reopen  string    // why an accepted output is handed out again
@@ -105,16 +106,20 @@ type jobBlock struct {
 	keep      []string // run-relative files to move aside, in order
 }
 
-// newReplay makes a replay of st; files is the command's file hasher, nil
-// for a new one.
-func newReplay(o *Orchestrator, st *store.State, effects map[string]*store.Effect, files *store.Files, limits Limits) *replay {
+// newReplay makes a replay of the records rec, with a step's file hasher
+// and verdict cache, or new ones.
+func newReplay(o *Orchestrator, rec *loaded, limits Limits) *replay {
+	st, files, verdicts := rec.state, rec.files, rec.verdicts
 	if files == nil {
 		files = o.run.Files()
+	}
+	if verdicts == nil {
+		verdicts = o.run.Verdicts(o.judgeCode())
 	}
 	return &replay{
 		run:      o.run,
 		files:    files,
-		verdicts: o.run.Verdicts(o.judgeCode()),
+		verdicts: verdicts,
 		dir:      o.run.Dir,
 		def:      o.def,
 		defPkg:   funcPackage(o.def.Run),
@@ -125,9 +130,9 @@ func newReplay(o *Orchestrator, st *store.State, effects map[string]*store.Effec
 		// Sized for the jobs the state knows, which a replay mostly names
 		// again: ten thousand jobs would grow each map a dozen times.
 		named:   make(map[string]*named, len(st.Jobs)),
-		owners:  make(map[string]string, 2*len(st.Jobs)),
-		readers: make(map[string][]*named, len(st.Jobs)),
-		effects: effects,
+		owners:  make(map[string]*named, 2*len(st.Jobs)),
+		readers: make(map[string]*named, len(st.Jobs)),
+		effects: rec.effects,
 		reached: map[string]bool{},
 		patches: o.run.Record.Patches,
 		carried: map[string]bool{},
@@ -182,28 +187,32 @@ func (r *replay) agent(c *Context, j Job) (*Handle, error) {
 		return n.handle, nil
 	}
 	for _, p := range []string{s.output, s.problem} {
-		if owner, ok := r.owners[p]; ok {
-			return nil, r.rule("path %s is owned by job %s and job %s; each path has one owner", p, owner, j.Name)
+		if owner := r.owners[p]; owner != nil {
+			return nil, r.rule("path %s is owned by job %s and job %s; each path has one owner", p, owner.spec.job.Name, j.Name)
 		}
 	}
 	n := &named{spec: s}
 	if err := r.judge(n); err != nil {
 		return nil, err
 	}
-	n.handle = &Handle{ctx: c, name: j.Name, path: r.abs(s.output), accepted: n.verdict == verdictAccepted}
+	n.handle = &Handle{ctx: c, name: j.Name, output: s.output, accepted: n.verdict == verdictAccepted}
 	if err := r.guardReads(n); err != nil {
 		return nil, err
 	}
 	// Owned only once named: a job whose judgment ended its path is not
 	// half in the step when another path names it again.
-	r.owners[s.output], r.owners[s.problem] = j.Name, j.Name
+	r.owners[s.output], r.owners[s.problem] = n, n
 	r.named[j.Name] = n
 	if n.carriedFrom != "" {
 		r.carried[n.carriedFrom] = true
 	}
 	r.order = append(r.order, n)
 	for _, in := range s.inputs {
-		r.readers[in] = append(r.readers[in], n)
+		// A path a job owns has its one owner: only the reader of a path
+		// that a job named later may own is looked for.
+		if r.owners[in] == nil && r.readers[in] == nil {
+			r.readers[in] = n
+		}
 	}
 	return n.handle, nil
 }
@@ -213,15 +222,13 @@ func (r *replay) agent(c *Context, j Job) (*Handle, error) {
 // consumer's wait cannot pass while its producer is pending.
 func (r *replay) guardReads(n *named) error {
 	for _, in := range n.spec.inputs {
-		if owner, ok := r.owners[in]; ok && owner != n.spec.job.Name {
-			if p := r.named[owner]; p != nil && p.verdict != verdictAccepted && p.spec.output == in {
-				return r.readsPending(n.spec.job.Name, in, owner)
-			}
+		if p := r.owners[in]; p != nil && p != n && p.verdict != verdictAccepted && p.spec.output == in {
+			return r.readsPending(n.spec.job.Name, in, p.spec.job.Name)
 		}
 	}
 	if n.verdict != verdictAccepted {
-		if readers := r.readers[n.spec.output]; len(readers) > 0 {
-			return r.readsPending(readers[0].spec.job.Name, n.spec.output, n.spec.job.Name)
+		if reader := r.readers[n.spec.output]; reader != nil {
+			return r.readsPending(reader.spec.job.Name, n.spec.output, n.spec.job.Name)
 		}
 	}
 	return nil

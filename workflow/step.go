@@ -84,7 +84,7 @@ func (o *Orchestrator) StepEndingIn(effect string, ranDo bool) error {
 		if err != nil {
 			return err
 		}
-		r := newReplay(o, rec.state, rec.effects, rec.files, limits)
+		r := newReplay(o, rec, limits)
 		r.endIn, r.endAfterDo = effect, ranDo
 		r.play()
 		if r.ruleErr != nil {
