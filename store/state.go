@@ -332,6 +332,16 @@ func (r *Run) LoadState() (*State, error) {
 	return &s, nil
 }
 
+// StateSize is the size of state.json as it lies, to plan for its reading
+// by: 0 when it cannot be told, which LoadState then says why.
+func (r *Run) StateSize() int64 {
+	info, err := r.tree.lstat(statePath("state.json"))
+	if err != nil {
+		return 0
+	}
+	return info.Size
+}
+
 // SaveState replaces state.json with s. label names the write point.
 func (r *Run) SaveState(label string, s *State) error {
 	rel := statePath("state.json")

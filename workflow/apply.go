@@ -2,8 +2,6 @@ package workflow
 
 import (
 	"runtime"
-	"runtime/debug"
-	"sync"
 
 	"github.com/custodian-run/custodian/store"
 )
@@ -87,35 +85,4 @@ func (o *Orchestrator) finishMoves(st *store.State) error {
 	}
 	st.Moves = []store.Move{}
 	return o.run.SaveState("state-moved", st)
-}
-
-// sooner is the garbage collector's percent while a step makes or writes
-// many texts: a collection at a quarter over what is live rather than at
-// twice (Go's default), which keeps the garbage of ten thousand prompts
-// from doubling the heap that holds them, for a few more collections.
-const sooner = 25
-
-var (
-	soonerMu    sync.Mutex
-	soonerSteps int // steps of this process collecting sooner
-	soonerOld   int // the percent before the first of them
-)
-
-// collectSooner makes the collector run sooner until the function it
-// returns is called. Steps of one process that overlap share the setting,
-// and the last to end restores the percent the first found.
-func collectSooner() (restore func()) {
-	soonerMu.Lock()
-	defer soonerMu.Unlock()
-	if soonerSteps == 0 {
-		soonerOld = debug.SetGCPercent(sooner)
-	}
-	soonerSteps++
-	return func() {
-		soonerMu.Lock()
-		defer soonerMu.Unlock()
-		if soonerSteps--; soonerSteps == 0 {
-			debug.SetGCPercent(soonerOld)
-		}
-	}
 }

@@ -155,6 +155,7 @@ func (o *Orchestrator) lockedFor(step bool, fn func(rec *loaded) error) error {
 	var files *store.Files
 	var verdicts *store.Verdicts
 	if step {
+		defer collectLate(o.run.StateSize())()
 		files = o.run.StepFiles()
 		defer files.Settle()
 		verdicts = o.run.StepVerdicts(o.judgeCode())
