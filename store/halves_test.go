@@ -142,3 +142,22 @@ func mustEncodeT(t *testing.T, v any) []byte {
 	require.NoError(t, err)
 	return data
 }
+
+// A state of many jobs is checked in two halves at once, and the job its
+// refusal names is the first, by name, that fails, as for a few.
+func TestCheck_ManyJobsInHalves(t *testing.T) {
+	inHalves(t, true)
+	for _, n := range []int{10, minCheckHalves + 10} {
+		t.Run(fmt.Sprint(n, " jobs"), func(t *testing.T) {
+			st := manyJobs(n)
+			st.Abandoned, st.Resolving = nil, nil
+			require.NoError(t, st.check())
+			for _, name := range []string{fmt.Sprintf("job-%04d", n-1), "job-0005", fmt.Sprintf("job-%04d", n/2)} {
+				st.Jobs[name].Handouts = -1
+			}
+			err := st.check()
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), `jobs["job-0005"]`)
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"path"
+	"runtime"
 	"slices"
 	"strings"
 )
@@ -354,6 +355,39 @@ func (r *Run) SaveState(label string, s *State) error {
 	return r.write(label, rel, data)
 }
 
+// minCheckHalves is how many jobs a state has for jobsPass to check them
+// in two halves, one on another goroutine.
+const minCheckHalves = 2048
+
+// jobsPass says whether every job's record passes its check, in the map's
+// order; a state of many jobs is checked in two halves at once.
+func (s *State) jobsPass() bool {
+	type job struct {
+		name string
+		js   *JobState
+	}
+	pass := func(jobs []job) bool {
+		for _, j := range jobs {
+			if j.js.check(j.name) != nil {
+				return false
+			}
+		}
+		return true
+	}
+	jobs := make([]job, 0, len(s.Jobs))
+	for name, js := range s.Jobs {
+		jobs = append(jobs, job{name, js})
+	}
+	if len(jobs) < minCheckHalves || runtime.GOMAXPROCS(0) < 2 {
+		return pass(jobs)
+	}
+	half := len(jobs) / 2
+	other := make(chan bool, 1)
+	go func() { other <- pass(jobs[half:]) }()
+	first := pass(jobs[:half])
+	return <-other && first
+}
+
 // check holds every name, path and count of the state to its rules: a
 // state written by hand, or by a worker, names nothing outside the run.
 func (s *State) check() error {
@@ -381,15 +415,13 @@ func (s *State) check() error {
 			return fmt.Errorf("named: %q is not a job's name", name)
 		}
 	}
-	// In the map's order first, and in sorted order only to name the
-	// first job that fails: sorting ten thousand names at every read
-	// would cost more than checking them.
-	for name, j := range s.Jobs {
-		if j.check(name) != nil {
-			for _, name := range slices.Sorted(maps.Keys(s.Jobs)) {
-				if err := s.Jobs[name].check(name); err != nil {
-					return fmt.Errorf("jobs[%q]: %w", name, err)
-				}
+	if !s.jobsPass() {
+		// Sorted only to name the first job that fails: sorting ten
+		// thousand names at every read would cost more than checking
+		// them.
+		for _, name := range slices.Sorted(maps.Keys(s.Jobs)) {
+			if err := s.Jobs[name].check(name); err != nil {
+				return fmt.Errorf("jobs[%q]: %w", name, err)
 			}
 		}
 	}
