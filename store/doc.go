@@ -55,7 +55,14 @@
 // validators of one build of the code accepted; a missing, damaged or
 // foreign one costs a validation per accepted output. A prefetch
 // (prefetch.go) looks at the files a step will hash on the machine's other
-// cores, through descriptors of its own, confined as the tree's are.
+// cores, through descriptors of its own, confined as the tree's are. The
+// hash cache, the verdict cache and the lookers of a step begin
+// on other goroutines while it reads its records (StepFiles, StepVerdicts).
+//
+// A state's job records keep the bytes they were read from (keepRaw), and
+// are written as those bytes while they say the same (keptRaw); a state of
+// many jobs is read in two halves on two goroutines (codec.go), with the
+// same strictness and the same refusals as one reading.
 //
 // Every record is written by one helper, Run.write: the bytes go to a
 // temporary file in the target's directory, which is synced and renamed

@@ -74,9 +74,6 @@ type prefetch struct {
 	stop           atomic.Bool
 	wg             sync.WaitGroup
 	root           int // the lookers' own descriptor of the run directory
-	// watch hears of changes in the directories of the items from before
-	// the lookers begin; nil when they cannot be watched.
-	watch *watch
 	// listings says, for each directory of keys the cache does not know,
 	// how many there are and, when they are many, what the directory
 	// lists: read once, by the first looker that needs it.
@@ -192,11 +189,6 @@ func (f *Files) fromCache(it *prefetchItem, entry int) {
 // start starts the lookers, which close the prefetch's descriptor of the
 // run when the last is done.
 func (p *prefetch) start() {
-	if dirs := p.watchedDirs(); dirs != nil {
-		w := prefetchWalker{root: p.root, dirs: map[string]int{}}
-		p.watch = newWatch(&w, dirs)
-		w.close()
-	}
 	p.replayAt.Store(-replayLead) // no question yet
 	workers := lookers()
 	p.wg.Add(workers)
@@ -264,7 +256,6 @@ func (f *Files) Settle() {
 	f.pre = nil
 	p.stop.Store(true)
 	p.wg.Wait()
-	p.watch.close()
 }
 
 // prefetched returns what a looker found at key, waiting for a looker
@@ -322,10 +313,8 @@ func (f *Files) fromPrefetch(it *prefetchItem, limit int64, output bool) (Conten
 		if info.Kind == Regular && max(info.Mtime, info.Ctime) >= f.begun-racyWindow {
 			return Content{}, false
 		}
-		if !f.pre.watch.quiet() {
-			if now, err := f.run.tree.lstat(it.key); err != nil || now != info {
-				return Content{}, false
-			}
+		if now, err := f.run.tree.lstat(it.key); err != nil || now != info {
+			return Content{}, false
 		}
 	}
 	switch {

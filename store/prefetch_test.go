@@ -60,8 +60,6 @@ func useLookers(t *testing.T, n int) {
 func waitLookers(t *testing.T, f *Files) {
 	t.Helper()
 	require.NotNil(t, f.pre, "no prefetch is running")
-	// What the prefetch holds (its watch, a descriptor the kernel gives a
-	// user few of) is let go of by the test's end.
 	t.Cleanup(f.Settle)
 	done := make(chan struct{})
 	go func() {

@@ -169,7 +169,6 @@ func TestPrefetch_LeavesTheItemsAheadOfTheReplayToIt(t *testing.T) {
 		}
 		assert.Equal(t, want, p.items[i].state.Load(), "item %d", i)
 	}
-	p.watch.close()
 	f.pre = nil
 }
 
