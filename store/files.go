@@ -206,8 +206,7 @@ func (r *Run) StepFiles() *Files {
 		root, _ = dupCloseOnExec(r.tree.fd)
 	}
 	if root < 0 {
-		f.cache = r.loadCache()
-		f.Prefetch(f.Cached())
+		f.cache = r.loadCache() // one core, or no descriptor to spare: no lookers
 		return f
 	}
 	f.loading = make(chan struct{})

@@ -226,18 +226,6 @@ func (f *Files) Prefetching() bool {
 	return f.pre != nil
 }
 
-// Cached lists the keys of the hash cache, in the order the command that
-// wrote it looked at them: the files a step over an unchanged run reads.
-// The cache is untrusted: no more than maxPrefetch keys are listed.
-func (f *Files) Cached() []string {
-	f.ready()
-	keys := make([]string, min(len(f.cache.entries), maxPrefetch))
-	for i := range keys {
-		keys[i] = f.cache.entries[i].key
-	}
-	return keys
-}
-
 // maxPrefetch bounds the keys a prefetch takes from the hash cache, a file
 // a worker may have written: a run of a hundred thousand jobs reads two
 // hundred thousand files.
@@ -258,8 +246,8 @@ func (f *Files) Settle() {
 	p.wg.Wait()
 }
 
-// prefetched returns what a looker found at key, waiting for a looker
-// that is at it; ok is false when the replay must look itself.
+// prefetched returns what a looker found at key; ok is false when the
+// replay must look itself: no looker has answered yet.
 func (f *Files) prefetched(key string) (it *prefetchItem, ok bool) {
 	p := f.pre
 	if p == nil {
@@ -344,8 +332,8 @@ func (p *prefetch) look() {
 	defer w.close()
 	for !p.stop.Load() {
 		// Lookers take the items in the order the replay is likely to ask
-		// for them; the replay takes one itself when no looker has come to
-		// it, and waits only for one a looker is at.
+		// for them; the replay takes one itself when no looker has
+		// answered it, and waits for none.
 		i := p.next.Add(1) - 1
 		if i >= int64(len(p.items)) {
 			return
