@@ -55,7 +55,10 @@
 // validators of one build of the code accepted; a missing, damaged or
 // foreign one costs a validation per accepted output. A prefetch
 // (prefetch.go) looks at the files a step will hash on the machine's other
-// cores, through descriptors of its own, confined as the tree's are. The
+// cores, through descriptors of its own, confined as the tree's are; what
+// the replay takes of a file other than an output is taken on trust and
+// looked at again behind it, and a file found changed makes the files
+// stale (Files.Stale), for the replay to run again. The
 // hash cache, the verdict cache and the lookers of a step begin
 // on other goroutines while it reads its records (StepFiles, StepVerdicts).
 //

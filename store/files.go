@@ -174,6 +174,9 @@ type Files struct {
 	lastListing *listing
 	// pre is what the lookers of a prefetch found, until it is settled.
 	pre *prefetch
+	// distrust says a prefetch takes nothing on trust; stale, that a file
+	// a settled prefetch took on trust was found changed (Stale).
+	distrust, stale bool
 	// loading is closed once another goroutine has read the cache and
 	// started the prefetch of its keys (StepFiles); nil once waited for,
 	// or when there was nothing to wait for.
@@ -255,10 +258,8 @@ func (f *Files) hash(key string, limit int64, output bool) (Content, error) {
 	if strings.HasPrefix(key, "/") {
 		return f.hashOutside(key, limit)
 	}
-	if it, ok := f.prefetched(key); ok {
-		if c, ok := f.fromPrefetch(it, limit, output); ok {
-			return c, nil
-		}
+	if c, ok := f.prefetched(key, limit, output); ok {
+		return c, nil
 	}
 	t := f.run.tree
 	dfd, name, err := t.split(key, false)
@@ -310,7 +311,7 @@ func (f *Files) hashOutside(key string, limit int64) (Content, error) {
 	if err != nil {
 		return Content{}, &IOError{Op: "read", Path: path, Err: err}
 	}
-	c, known := f.known(key, infoOf(&st), limit)
+	c, known := f.knownAt(f.cache.find(key), infoOf(&st), limit)
 	if known {
 		return c, nil
 	}
@@ -338,14 +339,9 @@ func (f *Files) hashOutside(key string, limit int64) (Content, error) {
 	return c, nil
 }
 
-// known answers from what lstat says without opening the file: for
+// knownAt answers from what lstat says without opening the file: for
 // anything but a regular file, for one over the limit, and for one the
-// cache knows.
-func (f *Files) known(key string, info FileInfo, limit int64) (Content, bool) {
-	return f.knownAt(f.cache.find(key), info, limit)
-}
-
-// knownAt is known, for the cache's entry at position entry (-1: none).
+// cache knows at position entry (-1: none).
 func (f *Files) knownAt(entry int, info FileInfo, limit int64) (Content, bool) {
 	switch {
 	case info.Kind != Regular:

@@ -18,16 +18,21 @@ import (
 //
 // What a prefetch found of a job's output stands for the file for the rest
 // of the command (HashOutput): a step looks at each output once, at some
-// moment after it took the run's lock and before its replay needs the
-// file, since only workers write outputs, and a step assumes they have
-// finished. (The engine's own moves take outputs away: a step that owes
-// moves settles the prefetch before it makes them.) Any other file may be
-// written by the definition's own code (a mechanical step) while the
-// replay runs, so it is looked at again with an lstat, and what a looker
-// found is taken only while its identity is unchanged and its times are
-// older than the step. An effect may write anything: Settle, called before
-// an effect runs, ends the prefetch, and every later question is answered
-// by the file system.
+// moment after it took the run's lock, since only workers write outputs,
+// and a step assumes they have finished. (The engine's own moves take
+// outputs away: a step that owes moves settles the prefetch before it
+// makes them.) Any other file may be written by the definition's own code
+// (a mechanical step) while the replay runs, so it must be looked at after
+// the replay asked for it: the replay takes what a looker found on
+// trust, and a looker looks at the file again behind the replay (verify). A file found changed makes
+// the prefetch stale (Stale), and the replay that took it runs again,
+// taking nothing on trust (Distrust). Only files whose times are older
+// than the step are taken on trust: one rewritten at the same size within
+// a tick of the clock keeps its identity (the hash cache's racy rule).
+//
+// An effect may write anything: Settle, called before the replay journals
+// an effect, ends the prefetch, confirms what the replay took on trust,
+// and every later question is answered by the file system.
 //
 // Lookers never touch the tree's descriptors, which the tree may close
 // while they run: each has its own duplicate of the run's descriptor and
@@ -45,6 +50,10 @@ const maxStride = 8
 
 // replayLead is how many items ahead of the replay a looker leaves to it.
 const replayLead = 16
+
+// verifyBatch is how many items the replay takes on trust before it hands
+// them to the lookers to verify: each hand-over may wake one.
+const verifyBatch = 128
 
 // maxLookers bounds the goroutines of one prefetch.
 const maxLookers = 4
@@ -73,7 +82,29 @@ type prefetch struct {
 	cursor, stride int
 	stop           atomic.Bool
 	wg             sync.WaitGroup
-	root           int // the lookers' own descriptor of the run directory
+	// ahead is done once every looker has looked at all it looks at ahead
+	// of the replay.
+	ahead sync.WaitGroup
+
+	// trust says the replay takes what lookers found, and what the cache
+	// knows, on trust, and the lookers verify it behind the replay; a
+	// prefetch without it (Distrust) confirms every file other than an
+	// output with an lstat when the replay asks for it.
+	trust bool
+	// trusted lists the items the replay took on trust, in order: the
+	// first ntrusted are the replay's, the first published of those the
+	// lookers', who claim them in turn (verified is the next to claim).
+	// Each item is taken on trust once, so the list never outgrows items.
+	trusted   []int32
+	ntrusted  int
+	published atomic.Int64
+	verified  atomic.Int64
+	// wake tells a looker waiting for items to verify that there are some;
+	// closed by Settle.
+	wake chan struct{}
+	// stale says a file taken on trust was found changed.
+	stale atomic.Bool
+	root  int // the lookers' own descriptor of the run directory
 	// listings says, for each directory of keys the cache does not know,
 	// how many there are and, when they are many, what the directory
 	// lists: read once, by the first looker that needs it.
@@ -98,7 +129,8 @@ type prefetchItem struct {
 	cachedSum string
 	// state moves from itemWaiting to itemLooking and itemDone when a
 	// looker takes the item, or to itemReplay when the replay comes to it
-	// first; only the looker that took it fills the fields below.
+	// first; only the looker that took it fills the fields below. The
+	// replay moves an item it took on trust from itemDone to itemTrusted.
 	state atomic.Int32
 	ok    bool     // the look answered: info, and sum for a regular file read
 	info  FileInfo // what the file is, by fstat of what was read, or lstat
@@ -112,6 +144,7 @@ const (
 	itemLooking
 	itemDone
 	itemReplay
+	itemTrusted
 )
 
 // Prefetch starts looking at keys, run-relative paths the command is about
@@ -127,7 +160,7 @@ func (f *Files) Prefetch(keys []string) {
 		return // the replay asks the file system itself
 	}
 	p := &prefetch{index: make(map[string]int32, len(keys)), items: make([]prefetchItem, len(keys)), root: root,
-		listings: map[string]*prefetchListing{}}
+		listings: map[string]*prefetchListing{}, trust: !f.distrust}
 	for _, key := range keys {
 		if strings.HasPrefix(key, "/") || !Clean(key) {
 			continue
@@ -166,7 +199,7 @@ func (f *Files) prefetchCache(root int) *prefetch {
 		unix.Close(root)
 		return nil
 	}
-	p := &prefetch{items: make([]prefetchItem, n), root: root}
+	p := &prefetch{items: make([]prefetchItem, n), root: root, trust: !f.distrust}
 	for i := range p.items {
 		it := &p.items[i]
 		it.key = f.cache.entries[i].key
@@ -190,8 +223,13 @@ func (f *Files) fromCache(it *prefetchItem, entry int) {
 // run when the last is done.
 func (p *prefetch) start() {
 	p.replayAt.Store(-replayLead) // no question yet
+	if p.trust {
+		p.trusted = make([]int32, len(p.items))
+		p.wake = make(chan struct{}, 1)
+	}
 	workers := lookers()
 	p.wg.Add(workers)
+	p.ahead.Add(workers)
 	for range workers {
 		go p.look()
 	}
@@ -231,10 +269,11 @@ func (f *Files) Prefetching() bool {
 // hundred thousand files.
 const maxPrefetch = 1 << 20
 
-// Settle ends the prefetch: it waits for its lookers, and from then on
-// every question is answered by the file system. A step settles before
-// the definition's own effect may write in the run, and when its replay
-// ends.
+// Settle ends the prefetch: it verifies, with its lookers, every file the
+// replay took on trust, waits for them, and from then on every question is
+// answered by the file system. A step settles before it journals an
+// effect, which may write anything in the run, and when its replay ends;
+// Stale then says whether the replay must run again.
 func (f *Files) Settle() {
 	f.ready()
 	p := f.pre
@@ -242,16 +281,88 @@ func (f *Files) Settle() {
 		return
 	}
 	f.pre = nil
-	p.stop.Store(true)
+	if p.trust {
+		// Published before the stop: a looker that sees the stop finds
+		// every item left to verify.
+		p.publish()
+		p.stop.Store(true)
+		close(p.wake)
+		for p.verifyOne(f.run.tree.lstat) {
+		}
+	} else {
+		p.stop.Store(true)
+	}
 	p.wg.Wait()
+	f.stale = f.stale || p.stale.Load()
 }
 
-// prefetched returns what a looker found at key; ok is false when the
-// replay must look itself: no looker has answered yet.
-func (f *Files) prefetched(key string) (it *prefetchItem, ok bool) {
+// Stale settles the prefetch and says whether a file the replay took on
+// trust was found changed when a looker looked at it again: the definition's
+// own code wrote it while the replay ran, and the replay's judgments may
+// rest on what it held before. A replay that finds its files stale runs
+// again after Distrust.
+func (f *Files) Stale() bool {
+	f.Settle()
+	return f.stale
+}
+
+// Distrust makes f take nothing on trust from now on: a prefetch it starts
+// confirms every file but an output with an lstat when the replay asks for
+// it, as a replay that found its files stale needs. It clears Stale.
+func (f *Files) Distrust() {
+	f.Settle()
+	f.distrust, f.stale = true, false
+}
+
+// trust notes that the replay took item i on trust, for the lookers to
+// verify; they are told in batches.
+func (p *prefetch) trustItem(i int) {
+	p.items[i].state.Store(itemTrusted)
+	p.trusted[p.ntrusted] = int32(i)
+	p.ntrusted++
+	if p.ntrusted-int(p.published.Load()) >= verifyBatch {
+		p.publish()
+	}
+}
+
+// publish hands the items taken on trust so far to the lookers.
+func (p *prefetch) publish() {
+	if int64(p.ntrusted) == p.published.Load() {
+		return
+	}
+	p.published.Store(int64(p.ntrusted))
+	select {
+	case p.wake <- struct{}{}:
+	default: // a looker is told already
+	}
+}
+
+// verifyOne claims the next item taken on trust, if one is published, and
+// looks at its file again with lstat: a file whose identity is not the one
+// the replay took makes the prefetch stale.
+func (p *prefetch) verifyOne(lstat func(key string) (FileInfo, error)) bool {
+	for {
+		j := p.verified.Load()
+		if j >= p.published.Load() {
+			return false
+		}
+		if !p.verified.CompareAndSwap(j, j+1) {
+			continue
+		}
+		it := &p.items[p.trusted[j]]
+		if now, err := lstat(it.key); err != nil || now != it.info {
+			p.stale.Store(true)
+		}
+		return true
+	}
+}
+
+// prefetched answers Hash from what a looker found at key, when it may;
+// ok is false when the replay must look itself.
+func (f *Files) prefetched(key string, limit int64, output bool) (c Content, ok bool) {
 	p := f.pre
 	if p == nil {
-		return nil, false
+		return Content{}, false
 	}
 	// The replay mostly asks in the order of the keys, which is the order
 	// the last step asked in: the item after the last one asked about is
@@ -261,7 +372,7 @@ func (f *Files) prefetched(key string) (it *prefetchItem, ok bool) {
 		if i = p.cursor; i >= len(p.items) || p.items[i].key != key {
 			j, ok := p.find(key, f.cache)
 			if !ok {
-				return nil, false
+				return Content{}, false
 			}
 			i = j
 		}
@@ -272,39 +383,67 @@ func (f *Files) prefetched(key string) (it *prefetchItem, ok bool) {
 	p.stride = max(1, min(i+1-p.cursor, maxStride))
 	p.cursor = i + 1
 	p.replayAt.Store(int64(p.cursor))
-	it = &p.items[i]
-	if it.state.CompareAndSwap(itemWaiting, itemReplay) {
-		// No looker came to it yet: the replay does not wait.
-		return nil, false
+	it := &p.items[i]
+	switch {
+	case it.state.CompareAndSwap(itemWaiting, itemReplay):
+		// No looker came to it yet: the replay looks itself, and does not
+		// wait.
+		return Content{}, false
+	case it.state.Load() == itemDone:
+		if !it.ok {
+			return Content{}, false
+		}
+		if output {
+			return f.take(it, limit) // looked at after the lock
+		}
+		if !f.older(it.info) {
+			return Content{}, false
+		}
+		if !p.trust {
+			return f.confirmed(it, limit)
+		}
+		c, ok := f.take(it, limit)
+		if ok {
+			p.trustItem(i)
+		}
+		return c, ok
+	case it.state.Load() == itemTrusted:
+		// Asked for again: as an output, it stands as a looker found it
+		// after the lock; as any other file, it is confirmed now, since
+		// its look behind the replay may be done already.
+		if output {
+			return f.take(it, limit)
+		}
+		return f.confirmed(it, limit)
 	}
-	if it.state.Load() == itemDone {
-		return it, it.ok
-	}
-	// A looker is at it. The replay looks itself rather than wait for a
-	// goroutine the scheduler may not run again for a while (one back from
-	// a system call finds both cores busy, the replay's with waiting):
-	// what the looker finds is taken if the replay asks again.
-	return nil, false
+	// A looker is at it, or the replay looked itself. The replay does not
+	// wait for a goroutine the scheduler may not run again for a while (one
+	// back from a system call finds both cores busy, the replay's with
+	// waiting): it looks itself.
+	return Content{}, false
 }
 
-// fromPrefetch answers Hash from what a looker found; ok is false when it
-// found too little for the limit (a file it did not read), and, for a file
-// other than an output, when an lstat finds another file there now.
-func (f *Files) fromPrefetch(it *prefetchItem, limit int64, output bool) (Content, bool) {
-	info := it.info
-	if !output {
-		// The same identity says the same bytes only for a file last
-		// changed before the step began, by more than a tick of the
-		// coarsest clock: one rewritten at the same size within the tick
-		// of the looker's read keeps its times (the hash cache's racy
-		// rule).
-		if info.Kind == Regular && max(info.Mtime, info.Ctime) >= f.begun-racyWindow {
-			return Content{}, false
-		}
-		if now, err := f.run.tree.lstat(it.key); err != nil || now != info {
-			return Content{}, false
-		}
+// older says a file of identity info was last changed before the command
+// began, by more than a tick of the coarsest clock: one rewritten at the
+// same size within the tick of a look keeps its times, and so its
+// identity (the hash cache's racy rule).
+func (f *Files) older(info FileInfo) bool {
+	return info.Kind != Regular || max(info.Mtime, info.Ctime) < f.begun-racyWindow
+}
+
+// confirmed answers from what a looker found of a file other than an
+// output, when an lstat finds the same file there now.
+func (f *Files) confirmed(it *prefetchItem, limit int64) (Content, bool) {
+	if now, err := f.run.tree.lstat(it.key); err != nil || now != it.info {
+		return Content{}, false
 	}
+	return f.take(it, limit)
+}
+
+// take answers Hash from the item; ok is false when it holds too little
+// for the limit (a file a looker did not read).
+func (f *Files) take(it *prefetchItem, limit int64) (Content, bool) {
+	info := it.info
 	switch {
 	case info.Kind != Regular:
 		return Content{Kind: info.Kind}, true
@@ -330,6 +469,26 @@ func (p *prefetch) look() {
 	defer p.wg.Done()
 	w := prefetchWalker{root: p.root, dirs: map[string]int{}}
 	defer w.close()
+	p.lookAhead(&w)
+	p.ahead.Done()
+	if !p.trust {
+		return
+	}
+	// Behind the replay: what it took on trust, until it settles.
+	for {
+		for p.verifyOne(w.lstat) {
+		}
+		if p.stop.Load() {
+			for p.verifyOne(w.lstat) {
+			}
+			return
+		}
+		<-p.wake
+	}
+}
+
+// lookAhead looks at the items a looker looks at ahead of the replay.
+func (p *prefetch) lookAhead(w *prefetchWalker) {
 	for !p.stop.Load() {
 		// Lookers take the items in the order the replay is likely to ask
 		// for them; the replay takes one itself when no looker has
@@ -348,10 +507,10 @@ func (p *prefetch) look() {
 		if !it.state.CompareAndSwap(itemWaiting, itemLooking) {
 			continue // the replay came first
 		}
-		it.ok = p.lookAt(&w, it)
+		it.ok = p.lookAt(w, it)
 		it.state.Store(itemDone)
 	}
-	// Settled: items not yet taken are left to the replay.
+	// Done, or settled: items not yet taken are left to the replay.
 }
 
 // lookAt does what Hash does for a file, without the cache's writes: an
@@ -452,6 +611,20 @@ func (w *prefetchWalker) dir(rel string) (int, error) {
 	}
 	w.dirs[rel] = fd
 	return fd, nil
+}
+
+// lstat is lstatAt of key, through the looker's directories: Missing when
+// a directory on the way is missing.
+func (w *prefetchWalker) lstat(key string) (FileInfo, error) {
+	dir, name := splitPath(key)
+	dfd, err := w.dir(dir)
+	if errors.Is(err, unix.ENOENT) {
+		return FileInfo{}, nil
+	}
+	if err != nil {
+		return FileInfo{}, err
+	}
+	return lstatAt(dfd, name)
 }
 
 func (w *prefetchWalker) close() {

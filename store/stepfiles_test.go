@@ -160,8 +160,9 @@ func TestPrefetch_LeavesTheItemsAheadOfTheReplayToIt(t *testing.T) {
 	p.next.Store(0)
 	p.stop.Store(false)
 	p.replayAt.Store(replayLead) // the replay asked for item replayLead-1
-	p.wg.Add(1)
-	p.look()
+	w := prefetchWalker{root: p.root, dirs: map[string]int{}}
+	p.lookAhead(&w)
+	w.close()
 	for i := range p.items {
 		want := itemDone
 		if i < 2*replayLead {

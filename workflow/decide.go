@@ -63,9 +63,7 @@ func (o *Orchestrator) decide(rec *loaded, journal func(string, *store.Effect) e
 	if err := o.def.checkParams(o.params); err != nil {
 		return o.decideWorkflowStop(st, effects, BlockBadParameter, badParameter(err), "", nil, rec.reports), nil
 	}
-	r := newReplay(o, rec, limits)
-	r.journal = journal
-	r.play()
+	r := o.replayed(rec, limits, func(r *replay) { r.journal = journal })
 	if r.ruleErr != nil {
 		return nil, r.ruleErr
 	}

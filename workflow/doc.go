@@ -80,8 +80,12 @@
 //     while it reads its records, and takes what it found of an output for
 //     the rest of the step: only workers write outputs, and they have
 //     finished (a step that owes moves of outputs makes them first, and
-//     looks anew). Any other file is looked at again when a job reads it, so
-//     a mechanical step's writes are seen at once, as an effect's are.
+//     looks anew). Any other file is looked at again after a job read it,
+//     and one that a mechanical step wrote in between makes the step replay
+//     the definition again, from the top, before it writes anything: a
+//     mechanical step's writes are seen in the step that made them, as an
+//     effect's are. A mechanical step that writes only what differs spares
+//     its steps that second replay.
 //
 // # Failures
 //

@@ -63,6 +63,7 @@ func (c *Context) Effect(name string, do func() error, opts ...EffectOption) {
 			r.foresee(EffectSubject(name), "it started and its completion is not recorded: the next step asks its recognizer what took place")
 			r.endPath()
 		}
+		r.confirmFiles()
 		recognition, why := recognize(e.recognize)
 		switch recognition.fate {
 		case fateCompleted:
@@ -87,6 +88,7 @@ func (c *Context) Effect(name string, do func() error, opts ...EffectOption) {
 			r.foresee(EffectSubject(name), "it runs at the next step")
 			r.endPath()
 		}
+		r.confirmFiles()
 		r.runEffect(e, prev, current, do)
 		return
 	}

@@ -1,9 +1,12 @@
 package workflow_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -43,6 +46,57 @@ func TestAMechanicalStepsWriteIsSeenInTheSameStep(t *testing.T) {
 	out := h.step()
 	require.Equal(t, workflow.KindLaunch, out.Kind, "outcome: %+v", out)
 	assert.Equal(t, []string{"review"}, handoutNames(out))
+}
+
+// A file older than the racy window is taken on trust as a looker found
+// it, and looked at again behind the replay: when the definition's own
+// code rewrote it in between, the step replays again, taking nothing on
+// trust, so that the job reading it is judged on what it holds now, and an
+// effect that follows the job's wait does not run on the old judgment.
+func TestAMechanicalStepsWriteToAnOldFileReplaysTheStep(t *testing.T) {
+	t.Parallel()
+	// Lookers run on a second core, which this test needs on any machine.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))))
+	var replays, published int
+	def := &workflow.Definition{Name: "merge", Run: func(ctx *workflow.Context) error {
+		replays++
+		text, err := os.ReadFile(filepath.Join(ctx.RunDir(), "source.md"))
+		if err != nil {
+			return err
+		}
+		merged := filepath.Join(ctx.RunDir(), "merged.md")
+		if old, err := os.ReadFile(merged); err != nil || string(old) != "merged: "+string(text) {
+			// The step's lookers have looked at merged.md by now: they
+			// start before the step reads its records.
+			time.Sleep(50 * time.Millisecond)
+			if err := os.WriteFile(merged, []byte("merged: "+string(text)), 0o644); err != nil {
+				return err
+			}
+		}
+		ctx.Agent(workflow.Job{Name: "review", Prompt: "Review.", Output: "review.md",
+			Inputs: []string{"merged.md"}, Validate: hasHeading}).Wait()
+		// An effect of this source, which runs once its review is accepted.
+		ctx.Effect(fmt.Sprintf("publish-%d", len(text)), func() error {
+			published++
+			return nil
+		})
+		return nil
+	}}
+	h := startRun(t, def, source)
+	h.runToDone()
+	require.Equal(t, 1, published, "precondition: the first source is published")
+	time.Sleep(2100 * time.Millisecond) // merged.md is older than the racy window
+	h.done()                            // and the hash cache knows it so
+
+	h.write("source.md", "a new and longer source\n")
+	replays = 0
+	out := h.step()
+	require.Equal(t, workflow.KindLaunch, out.Kind, "outcome: %+v", out)
+	assert.Equal(t, []string{"review"}, handoutNames(out))
+	assert.Equal(t, 2, replays, "the step did not replay again after a file taken on trust changed")
+	assert.Equal(t, 1, published, "the effect ran on the review of the old merged.md")
+	assert.NoFileExists(t, h.path(fmt.Sprintf(".custodian/effects/publish-%d.json", len("a new and longer source\n"))),
+		"the effect's start was journaled on the review of the old merged.md")
 }
 
 // A step that owes moves makes them before it judges: an output it moved

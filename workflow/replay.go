@@ -140,6 +140,41 @@ func newReplay(o *Orchestrator, rec *loaded, limits Limits) *replay {
 	}
 }
 
+// replayed makes a replay of rec, sets it up with setUp and plays it. The
+// replay takes files on trust that lookers verify behind it (store.Files):
+// when one was found changed, the definition's own code wrote it while the
+// replay ran, and the replay is played again, from the top, taking nothing
+// on trust. Nothing the first play did is kept: a replay writes nothing
+// before it confirms its files (confirmFiles), and the verdicts it noted,
+// which a validator may have given on a file other than the one the
+// replay's key named, are read again from the records. (What the hash
+// cache learned stays: each of its entries is what a read found.)
+func (o *Orchestrator) replayed(rec *loaded, limits Limits, setUp func(*replay)) *replay {
+	r := newReplay(o, rec, limits)
+	setUp(r)
+	r.play()
+	if !r.files.Stale() {
+		return r
+	}
+	again := *rec
+	again.files, again.verdicts = r.files, nil
+	again.files.Distrust()
+	r = newReplay(o, &again, limits)
+	setUp(r)
+	r.play()
+	return r
+}
+
+// confirmFiles settles the files before the replay journals an effect,
+// which writes a record and may write anything in the run: when a file it
+// took on trust was found changed, the path ends, and the replay is played
+// again (replayed) before anything is written.
+func (r *replay) confirmFiles() {
+	if r.files.Stale() {
+		r.endPath()
+	}
+}
+
 // look notes a path the definition asked for.
 func (r *replay) look(rel string) {
 	r.lookMu.Lock()

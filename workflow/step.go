@@ -84,9 +84,7 @@ func (o *Orchestrator) StepEndingIn(effect string, ranDo bool) error {
 		if err != nil {
 			return err
 		}
-		r := newReplay(o, rec, limits)
-		r.endIn, r.endAfterDo = effect, ranDo
-		r.play()
+		r := o.replayed(rec, limits, func(r *replay) { r.endIn, r.endAfterDo = effect, ranDo })
 		if r.ruleErr != nil {
 			return r.ruleErr
 		}
