@@ -149,7 +149,9 @@ const (
 
 // Prefetch starts looking at keys, run-relative paths the command is about
 // to hash, on the machine's other cores. Keys outside the run and repeated
-// keys are skipped. It does nothing on a machine with one core.
+// keys are skipped. It does nothing on a machine with one core. The caller
+// settles what it started (Settle): lookers wait, with the descriptors
+// they hold, to look again at the files the replay takes on trust.
 func (f *Files) Prefetch(keys []string) {
 	f.ready()
 	if lookers() <= 0 || f.pre != nil || len(keys) == 0 {
@@ -287,8 +289,12 @@ func (f *Files) Settle() {
 		p.publish()
 		p.stop.Store(true)
 		close(p.wake)
-		for p.verifyOne(f.run.tree.lstat) {
+		// Through directories of its own, opened now: the tree's may have
+		// been opened before the definition replaced one.
+		v := newVerifier(f.run.tree.fd)
+		for p.verifyOne(v) {
 		}
+		v.w.close()
 	} else {
 		p.stop.Store(true)
 	}
@@ -340,7 +346,7 @@ func (p *prefetch) publish() {
 // verifyOne claims the next item taken on trust, if one is published, and
 // looks at its file again with lstat: a file whose identity is not the one
 // the replay took makes the prefetch stale.
-func (p *prefetch) verifyOne(lstat func(key string) (FileInfo, error)) bool {
+func (p *prefetch) verifyOne(v *verifier) bool {
 	for {
 		j := p.verified.Load()
 		if j >= p.published.Load() {
@@ -350,11 +356,38 @@ func (p *prefetch) verifyOne(lstat func(key string) (FileInfo, error)) bool {
 			continue
 		}
 		it := &p.items[p.trusted[j]]
-		if now, err := lstat(it.key); err != nil || now != it.info {
+		if now, err := v.lstat(p, j, it.key); err != nil || now != it.info {
 			p.stale.Store(true)
 		}
 		return true
 	}
+}
+
+// verifier looks at items again, behind the replay, through directories
+// opened after the replay asked for them: a look through one opened
+// before would not see a directory the definition's code replaced in
+// between (a new one renamed over the old, say), and would find the old
+// file unchanged.
+type verifier struct {
+	w prefetchWalker
+	// fresh is how many items were published when w's directories were
+	// let go of: the replay asked for those before any of them was opened.
+	fresh int64
+}
+
+func newVerifier(root int) *verifier {
+	return &verifier{w: prefetchWalker{root: root, dirs: map[string]int{}}}
+}
+
+// lstat looks at item j's key: its directories are opened anew once j is
+// past what was published when they last were.
+func (v *verifier) lstat(p *prefetch, j int64, key string) (FileInfo, error) {
+	if j >= v.fresh {
+		v.w.close()
+		v.w.dirs = map[string]int{}
+		v.fresh = p.published.Load()
+	}
+	return v.w.lstat(key)
 }
 
 // prefetched answers Hash from what a looker found at key, when it may;
@@ -475,11 +508,13 @@ func (p *prefetch) look() {
 		return
 	}
 	// Behind the replay: what it took on trust, until it settles.
+	v := newVerifier(p.root)
+	defer v.w.close()
 	for {
-		for p.verifyOne(w.lstat) {
+		for p.verifyOne(v) {
 		}
 		if p.stop.Load() {
-			for p.verifyOne(w.lstat) {
+			for p.verifyOne(v) {
 			}
 			return
 		}

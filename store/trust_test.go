@@ -169,3 +169,62 @@ func TestTrust_SettleEndsWaitingLookers(t *testing.T) {
 	}
 	assert.Equal(t, int64(len(keys)), p.verified.Load(), "not every file taken on trust was looked at again")
 }
+
+// Whoever looks again behind the replay, a looker as the replay goes on
+// or the step itself as it settles, finds what the definition's code did
+// between the look ahead and the replay's question: through directories
+// opened after the question, so that a directory replaced by a rename is
+// the new one.
+func TestTrust_WhoeverLooksAgainFindsTheChange(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		before map[string]string // the files before the step
+		key    string
+		change func(t *testing.T, r *Run)
+	}{
+		{"rewritten in place", map[string]string{"merged.md": "old"}, "merged.md", func(t *testing.T, r *Run) {
+			rewrite(t, r.abs("merged.md"), "new")
+		}},
+		{"its directory replaced by a rename", map[string]string{"gen/merged.md": "old"}, "gen/merged.md", func(t *testing.T, r *Run) {
+			putFile(t, r.abs("gen.tmp/merged.md"), "new")
+			require.NoError(t, os.Rename(r.abs("gen"), r.abs("gen.old")))
+			require.NoError(t, os.Rename(r.abs("gen.tmp"), r.abs("gen")))
+		}},
+		{"made where nothing was", map[string]string{"other.md": "other"}, "merged.md", func(t *testing.T, r *Run) {
+			putFile(t, r.abs("merged.md"), "new")
+		}},
+		{"made in a directory put in place of an empty one", map[string]string{"gen/.keep": ""}, "gen/merged.md", func(t *testing.T, r *Run) {
+			putFile(t, r.abs("gen.tmp/merged.md"), "new")
+			require.NoError(t, os.Rename(r.abs("gen"), r.abs("gen.old")))
+			require.NoError(t, os.Rename(r.abs("gen.tmp"), r.abs("gen")))
+		}},
+	} {
+		for _, byLooker := range []bool{true, false} {
+			name := tc.name + ", as the step settles"
+			if byLooker {
+				name = tc.name + ", by a looker"
+			}
+			t.Run(name, func(t *testing.T) {
+				useLookers(t, 1)
+				r := newPrefetchRun(t)
+				for key, text := range tc.before {
+					putFile(t, r.abs(key), text)
+				}
+				f := trustedFiles(t, r, tc.key)
+				was := requireDone(t, f, tc.key).info
+				tc.change(t, r)
+				_, err := f.Hash(tc.key, -1)
+				require.NoError(t, err)
+				require.Equal(t, itemTrusted, itemOf(t, f, tc.key).state.Load(), "precondition: taken on trust")
+				require.Equal(t, was, itemOf(t, f, tc.key).info, "precondition: as the looker found it before the change")
+				p := f.pre
+				if byLooker {
+					p.publish()
+					require.Eventually(t, func() bool { return p.verified.Load() == 1 }, 10*time.Second, time.Millisecond,
+						"precondition: the looker looked again")
+				}
+				assert.True(t, f.Stale(), "the change was not found behind the replay")
+			})
+		}
+	}
+}

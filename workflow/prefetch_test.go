@@ -50,53 +50,98 @@ func TestAMechanicalStepsWriteIsSeenInTheSameStep(t *testing.T) {
 
 // A file older than the racy window is taken on trust as a looker found
 // it, and looked at again behind the replay: when the definition's own
-// code rewrote it in between, the step replays again, taking nothing on
-// trust, so that the job reading it is judged on what it holds now, and an
-// effect that follows the job's wait does not run on the old judgment.
+// code wrote it in between, in place or by renaming a directory built
+// aside over the old one, the step replays again, taking nothing on trust,
+// so that the job reading it is judged on what it holds now, and an effect
+// that follows the job's wait does not run on the old judgment.
 func TestAMechanicalStepsWriteToAnOldFileReplaysTheStep(t *testing.T) {
-	t.Parallel()
 	// Lookers run on a second core, which this test needs on any machine.
+	// Its cases run one after the other: the looker of the second must be
+	// free to look again while the replay goes on.
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))))
-	var replays, published int
-	def := &workflow.Definition{Name: "merge", Run: func(ctx *workflow.Context) error {
-		replays++
-		text, err := os.ReadFile(filepath.Join(ctx.RunDir(), "source.md"))
-		if err != nil {
-			return err
-		}
-		merged := filepath.Join(ctx.RunDir(), "merged.md")
-		if old, err := os.ReadFile(merged); err != nil || string(old) != "merged: "+string(text) {
-			// The step's lookers have looked at merged.md by now: they
-			// start before the step reads its records.
-			time.Sleep(50 * time.Millisecond)
-			if err := os.WriteFile(merged, []byte("merged: "+string(text)), 0o644); err != nil {
+	for _, tc := range []struct {
+		name  string
+		write func(dir, text string) error
+		// more inputs of the job, enough for the replay to hand files
+		// to the lookers to look at again while it runs
+		more int
+	}{
+		{"written in place", func(dir, text string) error {
+			return os.WriteFile(filepath.Join(dir, "gen", "merged.md"), []byte(text), 0o644)
+		}, 0},
+		{"a directory built aside renamed over the old one", func(dir, text string) error {
+			aside := filepath.Join(dir, "gen.new")
+			if err := os.MkdirAll(aside, 0o755); err != nil {
 				return err
 			}
-		}
-		ctx.Agent(workflow.Job{Name: "review", Prompt: "Review.", Output: "review.md",
-			Inputs: []string{"merged.md"}, Validate: hasHeading}).Wait()
-		// An effect of this source, which runs once its review is accepted.
-		ctx.Effect(fmt.Sprintf("publish-%d", len(text)), func() error {
-			published++
-			return nil
-		})
-		return nil
-	}}
-	h := startRun(t, def, source)
-	h.runToDone()
-	require.Equal(t, 1, published, "precondition: the first source is published")
-	time.Sleep(2100 * time.Millisecond) // merged.md is older than the racy window
-	h.done()                            // and the hash cache knows it so
+			if err := os.WriteFile(filepath.Join(aside, "merged.md"), []byte(text), 0o644); err != nil {
+				return err
+			}
+			if err := os.RemoveAll(filepath.Join(dir, "gen.old")); err != nil {
+				return err
+			}
+			if err := os.Rename(filepath.Join(dir, "gen"), filepath.Join(dir, "gen.old")); err != nil {
+				return err
+			}
+			return os.Rename(aside, filepath.Join(dir, "gen"))
+		}, 3 * 128},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			files := map[string]string{"source.md": "the source text\n", "gen/merged.md": ""}
+			inputs := []string{"gen/merged.md"}
+			for i := range tc.more {
+				key := fmt.Sprintf("more/%03d.md", i)
+				files[key] = key
+				inputs = append(inputs, key)
+			}
+			var replays, published int
+			def := &workflow.Definition{Name: "merge", Run: func(ctx *workflow.Context) error {
+				replays++
+				text, err := os.ReadFile(filepath.Join(ctx.RunDir(), "source.md"))
+				if err != nil {
+					return err
+				}
+				merged := "merged: " + string(text)
+				if old, err := os.ReadFile(filepath.Join(ctx.RunDir(), "gen", "merged.md")); err != nil || string(old) != merged {
+					// The step's lookers have looked at merged.md by now:
+					// they start before the step reads its records.
+					time.Sleep(50 * time.Millisecond)
+					if err := tc.write(ctx.RunDir(), merged); err != nil {
+						return err
+					}
+				}
+				ctx.Agent(workflow.Job{Name: "review", Prompt: "Review.", Output: "review.md",
+					Inputs: inputs, Validate: hasHeading}).Wait()
+				// Some work of the definition's own, while which the
+				// lookers look again at what the replay took on trust.
+				time.Sleep(100 * time.Millisecond)
+				// An effect of this source, which runs once its review is
+				// accepted.
+				ctx.Effect(fmt.Sprintf("publish-%d", len(text)), func() error {
+					published++
+					return nil
+				})
+				return nil
+			}}
+			h := startRun(t, def, files)
+			h.runToDone()
+			require.Equal(t, 1, published, "precondition: the first source is published")
+			time.Sleep(2100 * time.Millisecond) // merged.md is older than the racy window
+			h.done()                            // and the hash cache knows it so
 
-	h.write("source.md", "a new and longer source\n")
-	replays = 0
-	out := h.step()
-	require.Equal(t, workflow.KindLaunch, out.Kind, "outcome: %+v", out)
-	assert.Equal(t, []string{"review"}, handoutNames(out))
-	assert.Equal(t, 2, replays, "the step did not replay again after a file taken on trust changed")
-	assert.Equal(t, 1, published, "the effect ran on the review of the old merged.md")
-	assert.NoFileExists(t, h.path(fmt.Sprintf(".custodian/effects/publish-%d.json", len("a new and longer source\n"))),
-		"the effect's start was journaled on the review of the old merged.md")
+			const source = "a new and longer source\n"
+			h.write("source.md", source)
+			h.reopen() // a new process, whose directories are opened afresh
+			replays = 0
+			out := h.step()
+			require.Equal(t, workflow.KindLaunch, out.Kind, "outcome: %+v", out)
+			assert.Equal(t, []string{"review"}, handoutNames(out))
+			assert.Equal(t, 2, replays, "the step did not replay again after a file taken on trust changed")
+			assert.Equal(t, 1, published, "the effect ran on the review of the old merged.md")
+			assert.NoFileExists(t, h.path(fmt.Sprintf(".custodian/effects/publish-%d.json", len(source))),
+				"the effect's start was journaled on the review of the old merged.md")
+		})
+	}
 }
 
 // A step that owes moves makes them before it judges: an output it moved

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -150,12 +151,16 @@ func newReplay(o *Orchestrator, rec *loaded, limits Limits) *replay {
 // replay's key named, are read again from the records. (What the hash
 // cache learned stays: each of its entries is what a read found.)
 func (o *Orchestrator) replayed(rec *loaded, limits Limits, setUp func(*replay)) *replay {
+	// The one record a replay changes as it plays: an approval of a change
+	// this binary does not make is dropped (redefined).
+	allowed := maps.Clone(rec.state.Workflow.Allowed)
 	r := newReplay(o, rec, limits)
 	setUp(r)
 	r.play()
 	if !r.files.Stale() {
 		return r
 	}
+	rec.state.Workflow.Allowed = allowed
 	again := *rec
 	again.files, again.verdicts = r.files, nil
 	again.files.Distrust()
