@@ -85,6 +85,10 @@ func ProblemPath(output string) string {
 	return strings.TrimSuffix(output, ext) + ".problem.md"
 }
 
+// fewInputs is how many inputs newSpec tells apart by comparing each with
+// those before it.
+const fewInputs = 16
+
 func newSpec(defName, runDir string, maps []Map, j Job) (*spec, error) {
 	bad := func(format string, args ...any) error {
 		return &DefinitionError{Definition: defName, Rule: fmt.Sprintf("job %s: ", j.Name) + fmt.Sprintf(format, args...)}
@@ -102,8 +106,13 @@ func newSpec(defName, runDir string, maps []Map, j Job) (*spec, error) {
 	if inStateDir(out) {
 		return nil, bad("output %s lies in %s/, which belongs to the engine", out, store.StateDir)
 	}
-	s := &spec{job: j, output: out, problem: ProblemPath(out)}
-	seen := map[string]bool{}
+	s := &spec{job: j, output: out, problem: ProblemPath(out), inputs: make([]string, 0, len(j.Inputs))}
+	// Most jobs declare a few inputs, which are told apart without a map:
+	// ten thousand jobs would make ten thousand maps.
+	var seen map[string]bool
+	if len(j.Inputs) > fewInputs {
+		seen = make(map[string]bool, len(j.Inputs))
+	}
 	for _, in := range j.Inputs {
 		key := inputKey(runDir, maps, in)
 		if key == "" {
@@ -112,7 +121,11 @@ func newSpec(defName, runDir string, maps []Map, j Job) (*spec, error) {
 		if key == s.output || key == s.problem {
 			return nil, bad("it may not read its own output or problem path %s", key)
 		}
-		if !seen[key] {
+		if seen == nil {
+			if !slices.Contains(s.inputs, key) {
+				s.inputs = append(s.inputs, key)
+			}
+		} else if !seen[key] {
 			seen[key] = true
 			s.inputs = append(s.inputs, key)
 		}

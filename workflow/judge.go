@@ -312,7 +312,13 @@ func (r *replay) validate(n *named, sum string) (kind BlockKind, messages []stri
 // output's path and bytes and of the input state's parts, length-prefixed,
 // so that no two share one.
 func (r *replay) verdictKey(path, output string, in store.Inputs) string {
-	b := appendField(r.keyBuf[:0], path)
+	// Sized at once: the key of a job that reads ten thousand files would
+	// otherwise grow its buffer a dozen times.
+	n := 4*(4+2*len(in.Files)) + len(path) + len(output) + len(in.Prompt) + len(in.Launch)
+	for _, f := range in.Files {
+		n += len(f.Path) + len(f.SHA256)
+	}
+	b := appendField(slices.Grow(r.keyBuf[:0], n), path)
 	b = appendField(b, output)
 	b = appendField(b, in.Prompt)
 	b = appendField(b, in.Launch)
