@@ -200,7 +200,8 @@ func (r *Run) Files() *Files {
 // StepFiles is Files for a step, which reads every file the hash cache
 // lists: on a machine of more than one core, another goroutine reads the
 // cache and starts looking at its files (Prefetch) while the step reads
-// its records, and f's first use waits for it to have begun.
+// its records, and f's first use waits for it to have begun. The caller
+// settles f when its replay is done (Settle), as after Prefetch.
 func (r *Run) StepFiles() *Files {
 	f := &Files{run: r, now: time.Now}
 	f.begun = f.now().UnixNano()
