@@ -23,12 +23,13 @@ import (
 // outputs away: a step that owes moves settles the prefetch before it
 // makes them.) Any other file may be written by the definition's own code
 // (a mechanical step) while the replay runs, so it must be looked at after
-// the replay asked for it: the replay takes what a looker found on
-// trust, and a looker looks at the file again behind the replay (verify). A file found changed makes
-// the prefetch stale (Stale), and the replay that took it runs again,
-// taking nothing on trust (Distrust). Only files whose times are older
-// than the step are taken on trust: one rewritten at the same size within
-// a tick of the clock keeps its identity (the hash cache's racy rule).
+// the replay asked for it: the replay takes what a looker found on trust,
+// and a looker looks at the file again behind the replay (verifyOne). A
+// file found changed makes the prefetch stale (Stale), and the replay that
+// took it runs again, taking nothing on trust (Distrust). Only files whose
+// times are older than the step are taken on trust: one rewritten at the
+// same size within a tick of the clock keeps its identity (the hash
+// cache's racy rule).
 //
 // An effect may write anything: Settle, called before the replay journals
 // an effect, ends the prefetch, confirms what the replay took on trust,
@@ -86,10 +87,10 @@ type prefetch struct {
 	// of the replay.
 	ahead sync.WaitGroup
 
-	// trust says the replay takes what lookers found, and what the cache
-	// knows, on trust, and the lookers verify it behind the replay; a
-	// prefetch without it (Distrust) confirms every file other than an
-	// output with an lstat when the replay asks for it.
+	// trust says the replay takes what lookers found of files other than
+	// outputs on trust, and the lookers verify it behind the replay; a
+	// prefetch without it (Distrust) confirms every such file with an
+	// lstat when the replay asks for it.
 	trust bool
 	// trusted lists the items the replay took on trust, in order: the
 	// first ntrusted are the replay's, the first published of those the
@@ -320,8 +321,8 @@ func (f *Files) Distrust() {
 	f.distrust, f.stale = true, false
 }
 
-// trust notes that the replay took item i on trust, for the lookers to
-// verify; they are told in batches.
+// trustItem notes that the replay took item i on trust, for the lookers
+// to verify; they are told in batches.
 func (p *prefetch) trustItem(i int) {
 	p.items[i].state.Store(itemTrusted)
 	p.trusted[p.ntrusted] = int32(i)
