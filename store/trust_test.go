@@ -170,6 +170,15 @@ func TestTrust_SettleEndsWaitingLookers(t *testing.T) {
 	assert.Equal(t, int64(len(keys)), p.verified.Load(), "not every file taken on trust was looked at again")
 }
 
+// replaceGen builds a new gen/ aside, holding merged.md, and renames it
+// over the old one, as a mechanical step that regenerates a directory does.
+func replaceGen(t *testing.T, r *Run) {
+	t.Helper()
+	putFile(t, r.abs("gen.tmp/merged.md"), "new")
+	require.NoError(t, os.Rename(r.abs("gen"), r.abs("gen.old")))
+	require.NoError(t, os.Rename(r.abs("gen.tmp"), r.abs("gen")))
+}
+
 // Whoever looks again behind the replay, a looker as the replay goes on
 // or the step itself as it settles, finds what the definition's code did
 // between the look ahead and the replay's question: through directories
@@ -185,19 +194,11 @@ func TestTrust_WhoeverLooksAgainFindsTheChange(t *testing.T) {
 		{"rewritten in place", map[string]string{"merged.md": "old"}, "merged.md", func(t *testing.T, r *Run) {
 			rewrite(t, r.abs("merged.md"), "new")
 		}},
-		{"its directory replaced by a rename", map[string]string{"gen/merged.md": "old"}, "gen/merged.md", func(t *testing.T, r *Run) {
-			putFile(t, r.abs("gen.tmp/merged.md"), "new")
-			require.NoError(t, os.Rename(r.abs("gen"), r.abs("gen.old")))
-			require.NoError(t, os.Rename(r.abs("gen.tmp"), r.abs("gen")))
-		}},
+		{"its directory replaced by a rename", map[string]string{"gen/merged.md": "old"}, "gen/merged.md", replaceGen},
 		{"made where nothing was", map[string]string{"other.md": "other"}, "merged.md", func(t *testing.T, r *Run) {
 			putFile(t, r.abs("merged.md"), "new")
 		}},
-		{"made in a directory put in place of an empty one", map[string]string{"gen/.keep": ""}, "gen/merged.md", func(t *testing.T, r *Run) {
-			putFile(t, r.abs("gen.tmp/merged.md"), "new")
-			require.NoError(t, os.Rename(r.abs("gen"), r.abs("gen.old")))
-			require.NoError(t, os.Rename(r.abs("gen.tmp"), r.abs("gen")))
-		}},
+		{"made in a directory put in place of an empty one", map[string]string{"gen/.keep": ""}, "gen/merged.md", replaceGen},
 	} {
 		for _, byLooker := range []bool{true, false} {
 			name := tc.name + ", as the step settles"
@@ -227,4 +228,22 @@ func TestTrust_WhoeverLooksAgainFindsTheChange(t *testing.T) {
 			})
 		}
 	}
+}
+
+// A file asked for as an output and then as another job's input is taken
+// on trust the second time, and looked at again: only as an output does a
+// look after the lock stand for the rest of the step.
+func TestTrust_AnOutputReadAsAnInputIsLookedAtAgain(t *testing.T) {
+	useLookers(t, 1)
+	r := newPrefetchRun(t)
+	putFile(t, r.abs("out/a.md"), "old")
+	f := trustedFiles(t, r, "out/a.md")
+	_, err := f.HashOutput("out/a.md", -1)
+	require.NoError(t, err)
+	require.Equal(t, itemDone, itemOf(t, f, "out/a.md").state.Load(), "precondition: an output is not taken on trust")
+	rewrite(t, r.abs("out/a.md"), "new")
+	_, err = f.Hash("out/a.md", -1)
+	require.NoError(t, err)
+	assert.Equal(t, itemTrusted, itemOf(t, f, "out/a.md").state.Load())
+	assert.True(t, f.Stale(), "an output rewritten before another job read it was not found behind the replay")
 }
