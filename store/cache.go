@@ -1,11 +1,13 @@
 package store
 
 import (
+	"bytes"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
-	"unsafe"
 )
 
 // The hash cache, .custodian/hashes, maps a file's identity (device, inode,
@@ -38,25 +40,18 @@ const racyWindow = int64(2 * time.Second)
 
 const cacheHeader = "custodian hashes 1"
 
-// hashCache is the cache as one command uses it: the entries it read, in
-// the order of the file, then those it stored.
+// hashCache is the cache as one command uses it.
 type hashCache struct {
 	stamp   int64 // when the command that wrote it began hashing
-	index   map[string]int32
-	entries []cacheEntry
-	// used lists the entries this command looked up or stored, in the
-	// order it first did: the order they are written back in, and the one
-	// the next command's lookers take them in.
-	used  []int32
-	dirty bool // this command hashed what the cache did not know
+	entries map[string]*cacheEntry
+	dirty   bool // this command hashed what the cache did not know
 }
 
 type cacheEntry struct {
-	key  string
 	info FileInfo
 	sum  string
-	// used: looked up or stored by this command (listed in the cache's
-	// used), so written back.
+	// used: looked up or stored by this command, so written back; the
+	// cache holds what the run reads now.
 	used bool
 	// mine: hashed by this command itself. Within one command an unchanged
 	// identity is trusted without the racy rule, so that an input that
@@ -66,26 +61,17 @@ type cacheEntry struct {
 }
 
 func newHashCache() *hashCache {
-	return &hashCache{index: map[string]int32{}}
+	return &hashCache{entries: map[string]*cacheEntry{}}
 }
 
-// find returns the position of key's entry, or -1 when the cache holds
-// none.
-func (c *hashCache) find(key string) int {
-	if i, ok := c.index[key]; ok {
-		return int(i)
-	}
-	return -1
-}
-
-// lookupAt gives the hash of entry i (-1: none) for a file whose identity
-// is info, when the entry may be trusted.
-func (c *hashCache) lookupAt(i int, info FileInfo) (string, bool) {
-	if i < 0 {
+// lookup gives the hash of the file at key whose identity is info, when
+// the cache holds an entry for it that may be trusted.
+func (c *hashCache) lookup(key string, info FileInfo) (string, bool) {
+	e := c.entries[key]
+	if e == nil {
 		return "", false
 	}
-	c.use(i)
-	e := &c.entries[i]
+	e.used = true
 	if e.info != info {
 		return "", false
 	}
@@ -99,59 +85,14 @@ func (c *hashCache) store(key string, info FileInfo, sum string) {
 	if strings.ContainsFunc(key, isControl) {
 		return // a key the line format cannot hold is hashed every time
 	}
-	e := cacheEntry{key: key, info: info, sum: sum, mine: true}
-	i, ok := c.index[key]
-	if ok {
-		e.used = c.entries[i].used
-		c.entries[i] = e
-	} else {
-		i = int32(len(c.entries))
-		c.index[key] = i
-		c.entries = append(c.entries, e)
-	}
-	c.use(int(i))
+	c.entries[key] = &cacheEntry{info: info, sum: sum, used: true, mine: true}
 	c.dirty = true
-}
-
-// reordered says whether the command used the entries in an order other
-// than theirs often enough to be worth writing down: the next command's
-// lookers take them in the cache's order, and keep ahead of its replay
-// when that is the replay's order. (A cache written before a step asked for
-// outputs lists every input, then every output.)
-func (c *hashCache) reordered() bool {
-	breaks := 0
-	for k := 1; k < len(c.used); k++ {
-		if c.used[k] != c.used[k-1]+1 {
-			breaks++
-		}
-	}
-	return breaks > len(c.used)/8
-}
-
-// use notes that the command used entry i.
-func (c *hashCache) use(i int) {
-	if e := &c.entries[i]; !e.used {
-		e.used = true
-		c.used = append(c.used, int32(i))
-	}
 }
 
 // loadCache reads the hash cache; anything but a whole cache of this run
 // is an empty one.
 func (r *Run) loadCache() *hashCache {
 	data, info, cut, err := r.tree.readFile(statePath("hashes"), maxRecord)
-	return r.cacheOf(data, info, cut, err)
-}
-
-// loadCacheAt is loadCache through root, a descriptor of the run directory
-// of the caller's own: the tree's are not to be shared between goroutines.
-func (r *Run) loadCacheAt(root int) *hashCache {
-	return r.cacheOf(readStateFileAt(root, "hashes"))
-}
-
-// cacheOf is the cache read from data, the file's bytes up to a bound (cut:
-// there were more), or an empty one.
-func (r *Run) cacheOf(data []byte, info FileInfo, cut bool, err error) *hashCache {
 	if err != nil || info.Kind != Regular || cut {
 		return newHashCache()
 	}
@@ -163,12 +104,8 @@ func (r *Run) cacheOf(data []byte, info FileInfo, cut bool, err error) *hashCach
 }
 
 // readCache reads a cache's bytes, or says they are not a cache of run.
-// Keys and sums are parts of data, as a string that shares its memory, so
-// that reading ten thousand entries allocates a few times, not per entry:
-// the caller does not change data afterwards.
 func readCache(data []byte, run string) (*hashCache, bool) {
-	text := unsafe.String(unsafe.SliceData(data), len(data))
-	line, rest, found := strings.Cut(text, "\n")
+	line, rest, found := strings.Cut(string(data), "\n")
 	head := strings.Fields(line)
 	if !found || len(head) != 5 || strings.Join(head[:3], " ") != cacheHeader || head[3] != run {
 		return nil, false
@@ -177,97 +114,52 @@ func readCache(data []byte, run string) (*hashCache, bool) {
 	if err != nil {
 		return nil, false
 	}
-	lines := strings.Count(rest, "\n")
-	c := &hashCache{stamp: stamp, index: make(map[string]int32, lines), entries: make([]cacheEntry, 0, lines)}
+	c := &hashCache{stamp: stamp, entries: map[string]*cacheEntry{}}
 	for len(rest) > 0 {
 		line, rest, found = strings.Cut(rest, "\n")
 		if !found {
 			return nil, false
 		}
-		e, ok := parseEntry(line)
-		if !ok {
+		key, e, ok := parseEntry(line)
+		if !ok || c.entries[key] != nil {
 			return nil, false
 		}
-		if _, dup := c.index[e.key]; dup {
-			return nil, false
-		}
-		c.index[e.key] = int32(len(c.entries))
-		c.entries = append(c.entries, e)
+		c.entries[key] = e
 	}
 	return c, true
 }
 
 // parseEntry reads one line: a SHA-256, five numbers and a key, separated
 // by one space each.
-func parseEntry(line string) (cacheEntry, bool) {
-	var e cacheEntry
-	if len(line) < 65 || line[64] != ' ' || !isHex(line[:64], 64) {
-		return e, false
+func parseEntry(line string) (string, *cacheEntry, bool) {
+	fields := strings.SplitN(line, " ", 7)
+	if len(fields) != 7 || !isHex(fields[0], 64) || !ValidKey(fields[6]) {
+		return "", nil, false
 	}
-	e.sum, line = line[:64], line[65:]
 	var nums [5]int64
 	for i := range nums {
-		field, rest, found := strings.Cut(line, " ")
-		n, ok := parseDecimal(field)
-		if !found || !ok {
-			return e, false
+		n, err := strconv.ParseInt(fields[i+1], 10, 64)
+		if err != nil || strconv.FormatInt(n, 10) != fields[i+1] {
+			return "", nil, false
 		}
-		nums[i], line = n, rest
+		nums[i] = n
 	}
-	if !ValidKey(line) {
-		return e, false
-	}
-	e.key = line
-	e.info = FileInfo{Kind: Regular, Dev: uint64(nums[0]), Ino: uint64(nums[1]), Size: nums[2], Mtime: nums[3], Ctime: nums[4]}
-	return e, true
-}
-
-// parseDecimal reads an integer as strconv.FormatInt writes it.
-func parseDecimal(s string) (int64, bool) {
-	neg := strings.HasPrefix(s, "-")
-	if neg {
-		s = s[1:]
-	}
-	if s == "" || len(s) > 19 || (s[0] == '0' && len(s) > 1) {
-		return 0, false
-	}
-	var n uint64
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + uint64(c-'0')
-	}
-	switch {
-	case neg && n <= 1<<63:
-		return -int64(n), true
-	case !neg && n < 1<<63:
-		return int64(n), true
-	}
-	return 0, false
+	info := FileInfo{Kind: Regular, Dev: uint64(nums[0]), Ino: uint64(nums[1]), Size: nums[2], Mtime: nums[3], Ctime: nums[4]}
+	return fields[6], &cacheEntry{info: info, sum: fields[0]}, true
 }
 
 // saveCache writes the entries the command used, stamped with when it
-// began hashing. Entries of files the command did not look at are dropped:
-// the cache holds what the run reads now.
+// began hashing, in the order of their keys. Entries of files the command
+// did not look at are dropped: the cache holds what the run reads now.
 func (r *Run) saveCache(c *hashCache, begun int64) error {
-	size := 128
-	for i := range c.entries {
-		size += 172 + len(c.entries[i].key)
-	}
-	b := make([]byte, 0, size)
-	b = fmt.Appendf(b, "%s %s %d\n", cacheHeader, r.Record.ID, begun)
-	for _, i := range c.used {
-		e := &c.entries[i]
-		b = append(b, e.sum...)
-		for _, n := range [...]int64{int64(e.info.Dev), int64(e.info.Ino), e.info.Size, e.info.Mtime, e.info.Ctime} {
-			b = append(b, ' ')
-			b = strconv.AppendInt(b, n, 10)
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%s %s %d\n", cacheHeader, r.Record.ID, begun)
+	for _, key := range slices.Sorted(maps.Keys(c.entries)) {
+		e := c.entries[key]
+		if !e.used {
+			continue
 		}
-		b = append(b, ' ')
-		b = append(b, e.key...)
-		b = append(b, '\n')
+		fmt.Fprintf(&b, "%s %d %d %d %d %d %s\n", e.sum, int64(e.info.Dev), int64(e.info.Ino), e.info.Size, e.info.Mtime, e.info.Ctime, key)
 	}
-	return r.write("hashes", statePath("hashes"), b)
+	return r.write("hashes", statePath("hashes"), b.Bytes())
 }

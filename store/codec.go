@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"math"
 	"reflect"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
-	"unsafe"
 )
 
 // Records are JSON, written and read by the codec in this file rather than
@@ -34,38 +32,9 @@ import (
 // written).
 
 // encode renders a record the way every record is stored: compact JSON with
-// a final newline. A small record, such as one of the ten thousand events
-// of a step's history, is encoded in a buffer used again and comes back in
-// bytes of its own size.
+// a final newline.
 func encode(v any) ([]byte, error) {
-	bp := encodeBuffers.Get().(*[]byte)
-	e := encoder{buf: (*bp)[:0]}
-	err := e.value(reflect.ValueOf(v))
-	var out []byte
-	if err == nil {
-		out = make([]byte, len(e.buf)+1)
-		copy(out, e.buf)
-		out[len(e.buf)] = '\n'
-	}
-	if cap(e.buf) <= maxPooledEncoding {
-		*bp = e.buf
-		encodeBuffers.Put(bp)
-	}
-	return out, err
-}
-
-var encodeBuffers = sync.Pool{New: func() any {
-	b := make([]byte, 0, 1024)
-	return &b
-}}
-
-// maxPooledEncoding bounds the buffers kept for small records.
-const maxPooledEncoding = 64 << 10
-
-// encodeSized encodes with room for size bytes at first: a record about as
-// large as the last one read is written without growing its buffer.
-func encodeSized(v any, size int) ([]byte, error) {
-	e := encoder{buf: make([]byte, 0, max(size, 1024))}
+	e := encoder{buf: make([]byte, 0, 1024)}
 	if err := e.value(reflect.ValueOf(v)); err != nil {
 		return nil, err
 	}
@@ -74,18 +43,6 @@ func encodeSized(v any, size int) ([]byte, error) {
 
 type encoder struct{ buf []byte }
 
-// reserve makes room for n more bytes, doubling the buffer rather than
-// growing it by the quarter append grows a large slice by: a record of
-// megabytes is copied a few times, not dozens.
-func (e *encoder) reserve(n int) {
-	if cap(e.buf)-len(e.buf) >= n {
-		return
-	}
-	buf := make([]byte, len(e.buf), 2*cap(e.buf)+n)
-	copy(buf, e.buf)
-	e.buf = buf
-}
-
 // mapEntry is a map's key and value, for writing them in key order.
 type mapEntry struct {
 	key   string
@@ -93,19 +50,11 @@ type mapEntry struct {
 }
 
 func (e *encoder) value(v reflect.Value) error {
-	e.reserve(32)
 	switch v.Kind() {
 	case reflect.Pointer:
 		if v.IsNil() {
 			e.buf = append(e.buf, "null"...)
 			return nil
-		}
-		if v.Type().Implements(rawKeeperType) {
-			if raw := v.Interface().(rawKeeper).keptRaw(); raw != nil {
-				e.reserve(len(raw))
-				e.buf = append(e.buf, raw...)
-				return nil
-			}
 		}
 		return e.value(v.Elem())
 	case reflect.Struct:
@@ -114,7 +63,6 @@ func (e *encoder) value(v reflect.Value) error {
 			if i > 0 {
 				e.buf = append(e.buf, ',')
 			}
-			e.reserve(len(f.quoted))
 			e.buf = append(e.buf, f.quoted...)
 			if err := e.value(v.Field(f.index)); err != nil {
 				return err
@@ -148,7 +96,6 @@ func (e *encoder) value(v reflect.Value) error {
 			if !json.Valid(raw) {
 				return errors.New("encode record: a raw JSON value is not JSON")
 			}
-			e.reserve(len(raw))
 			e.buf = append(e.buf, raw...)
 			return nil
 		}
@@ -176,11 +123,8 @@ func (e *encoder) value(v reflect.Value) error {
 	return nil
 }
 
-// string writes s as a JSON string; every byte may become six.
-func (e *encoder) string(s string) {
-	e.reserve(6*len(s) + 2)
-	e.buf = appendString(e.buf, s)
-}
+// string writes s as a JSON string.
+func (e *encoder) string(s string) { e.buf = appendString(e.buf, s) }
 
 const hexDigits = "0123456789abcdef"
 
@@ -267,24 +211,10 @@ func fieldsOf(t reflect.Type) *fields {
 
 var rawMessage = reflect.TypeFor[json.RawMessage]()
 
-// A rawKeeper is a pointer type that keeps the bytes it was decoded from,
-// and gives them back, from keptRaw, to be written as they are while it
-// holds what they say (nil otherwise): a record of ten thousand jobs of
-// which a step changed a few is written without encoding the others again.
-type rawKeeper interface {
-	keepRaw(raw []byte)
-	keptRaw() []byte
-}
-
-var rawKeeperType = reflect.TypeFor[rawKeeper]()
-
 // decodeStrict decodes data, one JSON value, into v, a pointer, refusing
-// anything it does not fully understand. The strings it decodes share
-// data's memory: the caller does not change data afterwards. A state of
-// ten thousand jobs holds some fifty thousand strings, which would
-// otherwise be as many allocations, or a copy of megabytes.
+// anything it does not fully understand.
 func decodeStrict(data []byte, v any) error {
-	d := decoder{data: data, text: unsafe.String(unsafe.SliceData(data), len(data))}
+	d := decoder{data: data}
 	d.space()
 	if err := d.value(reflect.ValueOf(v).Elem()); err != nil {
 		return err
@@ -298,7 +228,6 @@ func decodeStrict(data []byte, v any) error {
 
 type decoder struct {
 	data []byte
-	text string // data, as a string sharing its memory
 	pos  int
 	// scratch is space for unescaping a string, so that reading one does
 	// not allocate unless it is kept.
@@ -363,7 +292,7 @@ func (d *decoder) peek() byte {
 
 // literal consumes the word w (null, true, false).
 func (d *decoder) literal(w string) bool {
-	if strings.HasPrefix(d.text[d.pos:], w) {
+	if bytes.HasPrefix(d.data[d.pos:], []byte(w)) {
 		d.pos += len(w)
 		return true
 	}
@@ -398,14 +327,7 @@ func (d *decoder) valueDepth(v reflect.Value, depth int) error {
 		if v.IsNil() {
 			v.Set(reflect.New(v.Type().Elem()))
 		}
-		start := d.pos
-		if err := d.valueDepth(v.Elem(), depth+1); err != nil {
-			return err
-		}
-		if v.Type().Implements(rawKeeperType) {
-			v.Interface().(rawKeeper).keepRaw(d.data[start:d.pos])
-		}
-		return nil
+		return d.valueDepth(v.Elem(), depth+1)
 	case reflect.Struct:
 		return d.object(v, depth)
 	case reflect.Map:
@@ -465,19 +387,7 @@ func (d *decoder) object(v reflect.Value, depth int) error {
 	}
 	d.pos++
 	fs := fieldsOf(v.Type())
-	// Which fields were read: in a word for the records' structs, which
-	// have fewer than 64 fields.
-	var seenWord uint64
-	var seenMore []bool
-	if len(fs.list) > 64 {
-		seenMore = make([]bool, len(fs.list))
-	}
-	seen := func(i int) bool {
-		if seenMore != nil {
-			return seenMore[i]
-		}
-		return seenWord&(1<<i) != 0
-	}
+	seen := make([]bool, len(fs.list))
 	first := true
 	for {
 		d.space()
@@ -493,14 +403,10 @@ func (d *decoder) object(v reflect.Value, depth int) error {
 		if !ok {
 			return fmt.Errorf("%s has an unknown field %q", d.at(), key)
 		}
-		if seen(i) {
+		if seen[i] {
 			return fmt.Errorf("%s has the field %q twice", d.at(), key)
 		}
-		if seenMore != nil {
-			seenMore[i] = true
-		} else {
-			seenWord |= 1 << i
-		}
+		seen[i] = true
 		f := fs.list[i]
 		d.push(pathStep{name: f.name})
 		if err := d.valueDepth(v.Field(f.index), depth+1); err != nil {
@@ -516,7 +422,7 @@ func (d *decoder) object(v reflect.Value, depth int) error {
 		first = false
 	}
 	for i := range fs.list {
-		if !seen(i) {
+		if !seen[i] {
 			return fmt.Errorf("%s has no field %q", d.at(), fs.list[i].name)
 		}
 	}
@@ -535,11 +441,7 @@ func (d *decoder) mapping(v reflect.Value, depth int) error {
 		v.Set(m)
 		return nil
 	}
-	if comma := d.halfway(v.Type()); comma >= 0 {
-		if err := d.halves(m, depth, comma); err != nil {
-			return err
-		}
-	} else if _, err := d.entries(m, depth, -1); err != nil {
+	if err := d.entries(m, depth); err != nil {
 		return err
 	}
 	v.Set(m)
@@ -547,111 +449,31 @@ func (d *decoder) mapping(v reflect.Value, depth int) error {
 }
 
 // entries reads a map's entries into m, from the first key to the closing
-// brace, or until an entry ends at the position stop (stopped).
-func (d *decoder) entries(m reflect.Value, depth, stop int) (stopped bool, err error) {
+// brace.
+func (d *decoder) entries(m reflect.Value, depth int) error {
 	t := m.Type()
 	key := reflect.New(t.Key()).Elem()
 	elem := reflect.New(t.Elem()).Elem()
 	for {
 		name, err := d.keyString()
 		if err != nil {
-			return false, err
+			return err
 		}
 		key.SetString(name)
 		if m.MapIndex(key).IsValid() {
-			return false, fmt.Errorf("%s has the key %q twice", d.at(), name)
+			return fmt.Errorf("%s has the key %q twice", d.at(), name)
 		}
 		elem.SetZero()
 		d.push(pathStep{name: name, key: true})
 		if err := d.valueDepth(elem, depth+1); err != nil {
-			return false, err
+			return err
 		}
 		d.pop()
 		m.SetMapIndex(key, elem)
-		if d.pos == stop {
-			return true, nil
-		}
 		if done, err := d.next('}'); err != nil || done {
-			return false, err
+			return err
 		}
 	}
-}
-
-// minHalves is the size of a map's records above which two goroutines
-// read one half each; a variable, so that tests read small ones in halves.
-var minHalves = 256 << 10
-
-// halfway finds, past the middle of what is left of the record, the comma
-// between two entries of a map of t, which is read in two halves, or
-// returns -1 to read it in one. Only a map whose records keep their bytes
-// (a state's jobs) is read in halves, and only where the record is large
-// and there is a second core.
-//
-// The comma is found by what follows it, a key and the first field of a
-// record: `,"name":{"first":`. The close of a record and a quote without
-// a backslash before it cannot lie inside a string, whose quotes are
-// escaped; a comma so found that is not one between two entries of this
-// map (a record of another map further on, say) is never reached by the
-// first half, which then reads the whole map, and the second half's
-// reading is dropped.
-func (d *decoder) halfway(t reflect.Type) int {
-	rest := len(d.data) - d.pos
-	if rest < minHalves || runtime.GOMAXPROCS(0) < 2 || t.Key().Kind() != reflect.String || !t.Elem().Implements(rawKeeperType) {
-		return -1
-	}
-	elem := t.Elem()
-	for elem.Kind() == reflect.Pointer {
-		elem = elem.Elem()
-	}
-	if elem.Kind() != reflect.Struct || len(fieldsOf(elem).list) == 0 {
-		return -1
-	}
-	marker := append([]byte(`":{`), fieldsOf(elem).list[0].quoted...)
-	from := d.pos + rest/2
-	for range 16 {
-		i := bytes.Index(d.data[from:], marker)
-		if i < 0 {
-			return -1
-		}
-		end := from + i // the key's closing quote
-		from = end + 1
-		open := bytes.LastIndexByte(d.data[:end], '"')
-		if open < 2 || d.data[open-1] != ',' || d.data[open-2] != '}' || bytes.IndexByte(d.data[open:end], '\\') >= 0 {
-			continue
-		}
-		return open - 1
-	}
-	return -1
-}
-
-// halves reads a map's entries into m, those after comma on another
-// goroutine, as entries would read them all.
-func (d *decoder) halves(m reflect.Value, depth, comma int) error {
-	second := &decoder{data: d.data, text: d.text, pos: comma + 1, path: slices.Clone(d.path)}
-	rest := reflect.MakeMap(m.Type())
-	done := make(chan error, 1)
-	go func() {
-		_, err := second.entries(rest, depth, -1)
-		done <- err
-	}()
-	stopped, err := d.entries(m, depth, comma)
-	restErr := <-done
-	switch {
-	case err != nil:
-		return err
-	case !stopped:
-		return nil // the comma was not between two entries: m is whole
-	case restErr != nil:
-		return restErr
-	}
-	for it := rest.MapRange(); it.Next(); {
-		if m.MapIndex(it.Key()).IsValid() {
-			return fmt.Errorf("%s has the key %q twice", d.at(), it.Key().String())
-		}
-		m.SetMapIndex(it.Key(), it.Value())
-	}
-	d.pos = second.pos
-	return nil
 }
 
 func (d *decoder) list(v reflect.Value, depth int) error {
@@ -745,18 +567,10 @@ func (d *decoder) colon() error {
 	return nil
 }
 
-// str reads a JSON string to keep: without escapes, a part of the record's
-// one string; with them, a string of its own.
+// str reads a JSON string to keep.
 func (d *decoder) str() (string, error) {
-	start := d.pos + 1
 	raw, err := d.strBytes()
-	if err != nil {
-		return "", err
-	}
-	if d.pos-1-start == len(raw) {
-		return d.text[start : d.pos-1], nil
-	}
-	return string(raw), nil
+	return string(raw), err
 }
 
 // strBytes reads a JSON string. Without escapes it returns the bytes in
@@ -850,7 +664,7 @@ func (d *decoder) hex4() (rune, bool) {
 	if d.pos+4 > len(d.data) {
 		return 0, false
 	}
-	n, err := strconv.ParseUint(d.text[d.pos:d.pos+4], 16, 16)
+	n, err := strconv.ParseUint(string(d.data[d.pos:d.pos+4]), 16, 16)
 	if err != nil {
 		return 0, false
 	}
@@ -878,7 +692,7 @@ func (d *decoder) integer() (int64, error) {
 	case '.', 'e', 'E':
 		return 0, fmt.Errorf("%s is not a whole number", d.at())
 	}
-	n, err := strconv.ParseInt(d.text[start:d.pos], 10, 64)
+	n, err := strconv.ParseInt(string(d.data[start:d.pos]), 10, 64)
 	if err != nil {
 		return 0, fmt.Errorf("%s is out of range", d.at())
 	}
@@ -933,7 +747,7 @@ func (d *decoder) skip(depth int) error {
 		if !json.Valid(d.data[start:d.pos]) {
 			return d.errorf("%s has a bad number", d.at())
 		}
-		if f, err := strconv.ParseFloat(d.text[start:d.pos], 64); err != nil || math.IsInf(f, 0) {
+		if f, err := strconv.ParseFloat(string(d.data[start:d.pos]), 64); err != nil || math.IsInf(f, 0) {
 			return d.errorf("%s has a number out of range", d.at())
 		}
 		return nil

@@ -12,7 +12,6 @@
 //	    reports.jsonl             the agent orchestrator's reports, one per line
 //	    history/<seq>.jsonl       the events of the seq-th command that committed
 //	    hashes                    the hash cache: derived data, rebuilt when missing
-//	    verdicts                  the validators' remembered verdicts: derived data
 //	    lock                      locked by a running command, with the state directory
 //	    round.json                the round of workers custodian drive has in flight
 //	    jobs/<job>/prompt-<n>.md  the prompt of the job's n-th hand-out
@@ -50,22 +49,7 @@
 //
 // The hash cache, .custodian/hashes, is derived data, not a record: it maps
 // a file's identity to the SHA-256 of its bytes, and a missing, damaged or
-// foreign cache is an empty one, rebuilt by hashing, never an error. So is
-// the verdict cache, .custodian/verdicts (verdicts.go): which outputs the
-// validators of one build of the code accepted; a missing, damaged or
-// foreign one costs a validation per accepted output. A prefetch
-// (prefetch.go) looks at the files a step will hash on the machine's other
-// cores, through descriptors of its own, confined as the tree's are; what
-// the replay takes of a file other than an output is taken on trust and
-// looked at again behind it, and a file found changed makes the files
-// stale (Files.Stale), for the replay to run again. The
-// hash cache, the verdict cache and the lookers of a step begin
-// on other goroutines while it reads its records (StepFiles, StepVerdicts).
-//
-// A state's job records keep the bytes they were read from (keepRaw), and
-// are written as those bytes while they say the same (keptRaw); a state of
-// many jobs is read in two halves on two goroutines (codec.go), with the
-// same strictness and the same refusals as one reading.
+// foreign cache is an empty one, rebuilt by hashing, never an error.
 //
 // Every record is written by one helper, Run.write: the bytes go to a
 // temporary file in the target's directory, which is synced and renamed

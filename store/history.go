@@ -56,10 +56,7 @@ const (
 // before the state that counts it, so a command that ends in between leaves
 // a file that the next command numbered seq replaces.
 func (r *Run) WriteHistory(seq int, events []Event) error {
-	// Room for the usual event, so that a step that hands out ten
-	// thousand jobs does not copy a growing file of megabytes a quarter at
-	// a time.
-	data := make([]byte, 0, 320*len(events))
+	var data []byte
 	for _, e := range events {
 		e.Format, e.Seq = EventFormat, seq
 		if e.Messages == nil {

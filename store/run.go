@@ -330,14 +330,9 @@ func isHex(s string, n int) bool {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		if !lowerHex[s[i]] {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
 			return false
 		}
 	}
 	return true
 }
-
-// lowerHex says which bytes are lower-case hexadecimal digits: a table,
-// since a state of ten thousand jobs checks some forty thousand digests.
-var lowerHex = [256]bool{'0': true, '1': true, '2': true, '3': true, '4': true, '5': true, '6': true, '7': true,
-	'8': true, '9': true, 'a': true, 'b': true, 'c': true, 'd': true, 'e': true, 'f': true}

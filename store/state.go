@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"path"
-	"runtime"
 	"slices"
 	"strings"
 )
@@ -95,76 +94,6 @@ type JobState struct {
 	Accepted string `json:"accepted"`
 	// Trouble is what went wrong with the job; nil while nothing has.
 	Trouble *Trouble `json:"trouble"`
-
-	// kept is the record as it was read, while it may be written as it
-	// was read; a copy of the record keeps it too.
-	kept *keptJob
-}
-
-// keptJob is a job's record as LoadState read it: its bytes, and what
-// they say. A step of ten thousand jobs changes a few of them: SaveState
-// writes the bytes of a record that still says what they say, and encodes
-// only the others. What they say is a copy rather than the record itself,
-// so that a record changed in place is not written as it was.
-type keptJob struct {
-	raw         []byte
-	handouts    int
-	accepted    string
-	outstanding *Handout
-	input       *Inputs
-	// the copies of the record's parts, with room for a job's one input
-	// file, so that a record is kept in one allocation or two
-	handout Handout
-	inputs  Inputs
-	file    [1]FileHash
-}
-
-// keepRaw keeps raw, the bytes j was decoded from. A record with trouble
-// is rare, and is always encoded anew.
-func (j *JobState) keepRaw(raw []byte) {
-	if j.Trouble != nil {
-		return
-	}
-	k := &keptJob{raw: raw, handouts: j.Handouts, accepted: j.Accepted}
-	if j.Outstanding != nil {
-		k.handout = *j.Outstanding
-		k.outstanding = &k.handout
-	}
-	if j.Input != nil {
-		k.inputs = *j.Input
-		if len(j.Input.Files) <= len(k.file) {
-			k.inputs.Files = k.file[:copy(k.file[:], j.Input.Files)]
-		} else {
-			k.inputs.Files = slices.Clone(j.Input.Files)
-		}
-		k.input = &k.inputs
-	}
-	j.kept = k
-}
-
-// keptRaw returns the bytes j was read from while j says what they say,
-// and nil otherwise.
-func (j *JobState) keptRaw() []byte {
-	k := j.kept
-	if k == nil || j.Trouble != nil || j.Handouts != k.handouts || j.Accepted != k.accepted ||
-		!equalPointed(j.Outstanding, k.outstanding) || (j.Input == nil) != (k.input == nil) {
-		return nil
-	}
-	if in := j.Input; in != nil {
-		was := k.input
-		if in.Output != was.Output || in.Prompt != was.Prompt || in.Launch != was.Launch || !slices.Equal(in.Files, was.Files) {
-			return nil
-		}
-	}
-	return k.raw
-}
-
-// equalPointed says whether a and b are both nil or point to equal values.
-func equalPointed[T comparable](a, b *T) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
 }
 
 // Handout is a hand-out not yet judged.
@@ -333,59 +262,9 @@ func (r *Run) LoadState() (*State, error) {
 	return &s, nil
 }
 
-// StateSize is the size of state.json as it lies, to plan for its reading
-// by: 0 when it cannot be told, which LoadState then says why.
-func (r *Run) StateSize() int64 {
-	info, err := r.tree.lstat(statePath("state.json"))
-	if err != nil {
-		return 0
-	}
-	return info.Size
-}
-
 // SaveState replaces state.json with s. label names the write point.
 func (r *Run) SaveState(label string, s *State) error {
-	rel := statePath("state.json")
-	// Room for what a job's record takes, so that the state of ten
-	// thousand jobs is encoded without growing its buffer step by step.
-	data, err := encodeSized(s, 4096+512*len(s.Jobs))
-	if err != nil {
-		return fmt.Errorf("write %s: %w", r.abs(rel), err)
-	}
-	return r.write(label, rel, data)
-}
-
-// minCheckHalves is how many jobs a state has for jobsPass to check them
-// in two halves, one on another goroutine.
-const minCheckHalves = 2048
-
-// jobsPass says whether every job's record passes its check, in the map's
-// order; a state of many jobs is checked in two halves at once.
-func (s *State) jobsPass() bool {
-	type job struct {
-		name string
-		js   *JobState
-	}
-	pass := func(jobs []job) bool {
-		for _, j := range jobs {
-			if j.js.check(j.name) != nil {
-				return false
-			}
-		}
-		return true
-	}
-	jobs := make([]job, 0, len(s.Jobs))
-	for name, js := range s.Jobs {
-		jobs = append(jobs, job{name, js})
-	}
-	if len(jobs) < minCheckHalves || runtime.GOMAXPROCS(0) < 2 {
-		return pass(jobs)
-	}
-	half := len(jobs) / 2
-	other := make(chan bool, 1)
-	go func() { other <- pass(jobs[half:]) }()
-	first := pass(jobs[:half])
-	return <-other && first
+	return r.writeRecord(label, statePath("state.json"), s)
 }
 
 // check holds every name, path and count of the state to its rules: a
@@ -415,14 +294,9 @@ func (s *State) check() error {
 			return fmt.Errorf("named: %q is not a job's name", name)
 		}
 	}
-	if !s.jobsPass() {
-		// Sorted only to name the first job that fails: sorting ten
-		// thousand names at every read would cost more than checking
-		// them.
-		for _, name := range slices.Sorted(maps.Keys(s.Jobs)) {
-			if err := s.Jobs[name].check(name); err != nil {
-				return fmt.Errorf("jobs[%q]: %w", name, err)
-			}
+	for _, name := range slices.Sorted(maps.Keys(s.Jobs)) {
+		if err := s.Jobs[name].check(name); err != nil {
+			return fmt.Errorf("jobs[%q]: %w", name, err)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(s.Effects)) {

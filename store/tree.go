@@ -1,14 +1,11 @@
 package store
 
 import (
-	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"io/fs"
 	"os"
 	"path"
@@ -18,7 +15,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -31,9 +27,8 @@ import (
 // so that no symbolic link and no ".." can lead anywhere, not even to
 // another place inside the run, and every file is reached by a single name
 // relative to its directory's descriptor. os.Root itself would follow a
-// link that stays inside the root, and its files register with the
-// runtime's poller at every open; a step that reads ten thousand files
-// pays for both, so the tree keeps the root and does the walking itself.
+// link that stays inside the root, so the tree keeps the root and does the
+// walking itself.
 //
 // Files are opened with O_NOFOLLOW and O_NONBLOCK and checked with fstat
 // before any read, so a link is never followed and a named pipe never
@@ -233,49 +228,17 @@ func (t *tree) splitMaking(rel string, m making) (int, string, error) {
 	if !Clean(rel) {
 		return -1, "", fmt.Errorf("%q is not a clean path inside the run", rel)
 	}
-	dir, name := splitPath(rel)
+	dir, name := path.Dir(rel), path.Base(rel)
 	dfd, err := t.dirMaking(dir, m)
 	return dfd, name, err
-}
-
-// splitPath splits a clean run-relative path into its directory ("." for
-// the run itself) and its last name, as path.Split and path.Dir would
-// without their copies.
-func splitPath(rel string) (dir, name string) {
-	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
-		return rel[:i], rel[i+1:]
-	}
-	return ".", rel
 }
 
 // Clean says whether rel is a path the engine may touch inside a run:
 // relative, clean, slash-separated, without "..", "." or an empty name,
 // and without control characters.
-//
-// It is path.Clean(rel) == rel and the rest, said of rel's names one by
-// one, which spares the copy Clean makes: a state of ten thousand jobs has
-// some forty thousand paths to check.
 func Clean(rel string) bool {
-	if rel == "" || rel[0] == '/' {
-		return false
-	}
-	start := 0
-	for i := 0; i <= len(rel); i++ {
-		if i < len(rel) {
-			if c := rel[i]; c < 0x20 || c == 0x7f {
-				return false
-			}
-			if rel[i] != '/' {
-				continue
-			}
-		}
-		switch rel[start:i] {
-		case "", ".", "..":
-			return false
-		}
-		start = i + 1
-	}
-	return true
+	return rel != "" && rel != "." && rel != ".." && !strings.HasPrefix(rel, "/") && !strings.HasPrefix(rel, "../") &&
+		path.Clean(rel) == rel && !strings.ContainsFunc(rel, isControl)
 }
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
@@ -467,19 +430,6 @@ func (t *tree) readFile(rel string, limit int64) (data []byte, info FileInfo, cu
 	return readFileAt(dfd, name, rel, limit)
 }
 
-// readStateFileAt reads the file name of the state directory, up to
-// maxRecord bytes, through root, a descriptor of the run directory of the
-// caller's own: a goroutine other than the command's does not share the
-// tree's descriptors.
-func readStateFileAt(root int, name string) (data []byte, info FileInfo, cut bool, err error) {
-	dfd, err := openDirAt(root, StateDir)
-	if err != nil {
-		return nil, FileInfo{}, false, err
-	}
-	defer unix.Close(dfd)
-	return readFileAt(dfd, name, statePath(name), maxRecord)
-}
-
 // readFileAt is readFile, for name in the directory dfd; rel names the
 // file in errors.
 func readFileAt(dfd int, name, rel string, limit int64) (data []byte, info FileInfo, cut bool, err error) {
@@ -495,52 +445,23 @@ func readFileAt(dfd int, name, rel string, limit int64) (data []byte, info FileI
 	return data, info, cut, nil
 }
 
-// hashBuffers spares a step that hashes every input of every job a fresh
-// buffer and hash per file.
-var hashBuffers = sync.Pool{New: func() any {
-	return &hasher{buf: make([]byte, 64*1024), h: sha256.New()}
-}}
-
-type hasher struct {
-	buf []byte
-	h   hash.Hash
-	sum [sha256.Size]byte
-}
-
-// hashFD returns the hex SHA-256 of what fd holds, read to its end. size
-// is what fstat said of the regular file fd: a read that comes back short
-// exactly there is its end, which spares the read that would return
-// nothing. A file that grew since is read on to its end.
-func hashFD(fd int, size int64) (string, error) {
-	hs := hashBuffers.Get().(*hasher)
-	defer hashBuffers.Put(hs)
-	hs.h.Reset()
-	var total int64
+// hashFD returns the hex SHA-256 of what fd holds, read to its end.
+func hashFD(fd int) (string, error) {
+	h := sha256.New()
+	buf := make([]byte, 64<<10)
 	for {
-		n, err := unix.Read(fd, hs.buf)
-		if err == unix.EINTR || err == unix.EAGAIN {
+		n, err := unix.Read(fd, buf)
+		if errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN) {
 			continue
 		}
 		if err != nil {
 			return "", err
 		}
 		if n == 0 {
-			break
+			return hex.EncodeToString(h.Sum(nil)), nil
 		}
-		hs.h.Write(hs.buf[:n])
-		total += int64(n)
-		if n < len(hs.buf) && total == size {
-			break
-		}
+		h.Write(buf[:n])
 	}
-	return hexString(hs.h.Sum(hs.sum[:0])), nil
-}
-
-// hexString is hex.EncodeToString with one allocation, the string's.
-func hexString(b []byte) string {
-	out := make([]byte, 2*len(b))
-	hex.Encode(out, b)
-	return unsafe.String(unsafe.SliceData(out), len(out))
 }
 
 // writeAtomic replaces the regular file rel with data: a temporary file
@@ -680,120 +601,6 @@ func (t *tree) names(rel string) ([]string, error) {
 		return nil, &fs.PathError{Op: "read", Path: rel, Err: err}
 	}
 	return names, nil
-}
-
-// listing returns the kind of each name in the directory rel, as the
-// directory lists it, when reading it is cheap beside asked lstats, or
-// nil: not when the directory is missing or cannot be read, nor when it
-// holds many more names than that.
-func (t *tree) listing(rel string, asked int) map[string]FileKind {
-	dfd, err := t.dirFD(rel, false)
-	if err != nil {
-		return nil
-	}
-	return listingAt(dfd, asked)
-}
-
-// listingAt is listing, for the directory open at dfd.
-func listingAt(dfd int, asked int) map[string]FileKind {
-	// A descriptor of its own, so that reading does not move the shared
-	// one's position.
-	fd, err := unix.Openat(dfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil
-	}
-	var st unix.Stat_t
-	// A directory's size grows with the names it holds, at some tens of
-	// bytes a name on the common file systems: one much larger than the
-	// names asked about is not read.
-	if unix.Fstat(fd, &st) != nil || st.Size > int64(asked)*1024 {
-		unix.Close(fd)
-		return nil
-	}
-	defer unix.Close(fd)
-	// The names are gathered in one buffer, and the map's keys are parts
-	// of it: a directory of ten thousand names costs a few allocations.
-	var all []byte
-	type entry struct {
-		end  int
-		kind FileKind
-	}
-	var entries []entry
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := unix.ReadDirent(fd, buf)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil
-		}
-		if n <= 0 {
-			break
-		}
-		if runtime.GOOS != "linux" {
-			// Elsewhere the records differ: names only, kinds unknown.
-			var names []string
-			_, _, names = unix.ParseDirent(buf[:n], -1, names)
-			for _, name := range names {
-				all = append(all, name...)
-				entries = append(entries, entry{len(all), unknownKind})
-			}
-			continue
-		}
-		for b := buf[:n]; len(b) > 0; {
-			// struct linux_dirent64: inode and offset, 8 bytes each, the
-			// record's length, 2 bytes, the type, 1 byte, then the name,
-			// ended by a zero byte.
-			if len(b) < 20 {
-				return nil
-			}
-			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
-			if reclen < 20 || reclen > len(b) {
-				return nil
-			}
-			name := b[19:reclen]
-			if i := bytes.IndexByte(name, 0); i >= 0 {
-				name = name[:i]
-			}
-			if string(name) != "." && string(name) != ".." {
-				all = append(all, name...)
-				entries = append(entries, entry{len(all), direntKind(b[18])})
-			}
-			b = b[reclen:]
-		}
-	}
-	names := unsafe.String(unsafe.SliceData(all), len(all))
-	kinds := make(map[string]FileKind, len(entries))
-	start := 0
-	for _, e := range entries {
-		kinds[names[start:e.end]] = e.kind
-		start = e.end
-	}
-	return kinds
-}
-
-// unknownKind is the kind of a listed name whose kind the listing does not
-// say: only an lstat can.
-const unknownKind FileKind = -1
-
-// direntKind is the kind of a Linux directory entry's type.
-func direntKind(t byte) FileKind {
-	switch t {
-	case unix.DT_REG:
-		return Regular
-	case unix.DT_DIR:
-		return Directory
-	case unix.DT_LNK:
-		return Link
-	case unix.DT_FIFO:
-		return Pipe
-	case unix.DT_SOCK:
-		return Socket
-	case unix.DT_CHR, unix.DT_BLK:
-		return Device
-	}
-	return unknownKind
 }
 
 // syncUnsynced makes durable what was written without a sync, before a

@@ -1,12 +1,8 @@
 package workflow
 
 import (
-	"crypto/sha256"
 	"debug/elf"
-	"encoding/hex"
 	"os"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 )
@@ -15,8 +11,7 @@ import (
 // changes with any change of the code or the flags the binary was built
 // from. It is empty where the binary has none to read (a binary that is
 // not ELF), or none that the go command made (one linked with -buildid=
-// set by hand, as some build systems do, names no build): then nothing is
-// remembered under it (Registry.WithBuild).
+// set by hand, as some build systems do, names no build).
 func ExecutableBuild() string {
 	buildOnce.Do(func() { executableBuild = readBuildID() })
 	return executableBuild
@@ -78,34 +73,4 @@ func goBuildID(id string) bool {
 		}
 	}
 	return true
-}
-
-// judgeCode names the code that judges this run's outputs: the build, and
-// what of the run's record chooses its course (its parameters and
-// patches). Empty when the build is unknown: then nothing is remembered.
-func (o *Orchestrator) judgeCode() string {
-	if o.build == "" {
-		return ""
-	}
-	h := sha256.New()
-	field := func(s string) {
-		h.Write([]byte{byte(len(s) >> 24), byte(len(s) >> 16), byte(len(s) >> 8), byte(len(s))})
-		h.Write([]byte(s))
-	}
-	field(o.build)
-	field(o.def.Name)
-	names := make([]string, 0, len(o.params))
-	for name := range o.params {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	field(strconv.Itoa(len(names)))
-	for _, name := range names {
-		field(name)
-		field(o.params[name])
-	}
-	for _, p := range o.run.Record.Patches {
-		field(p)
-	}
-	return hex.EncodeToString(h.Sum(nil))
 }

@@ -136,11 +136,11 @@ func (o *Orchestrator) dryReplay(rec *loaded, maps []Map) (*replay, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := o.replayed(rec, limits, func(r *replay) {
-		r.dry, r.maps = true, maps
-		r.files.Locate(func(key string) string { return mapPath(maps, key) })
-		r.journal = func(string, *store.Effect) error { return errors.New("a check writes nothing: a defect in custodian") }
-	})
+	r := newReplay(o, rec, limits)
+	r.dry, r.maps = true, maps
+	r.files.Locate(func(key string) string { return mapPath(maps, key) })
+	r.journal = func(string, *store.Effect) error { return errors.New("a check writes nothing: a defect in custodian") }
+	r.play()
 	if r.ruleErr != nil {
 		return nil, r.ruleErr
 	}

@@ -35,8 +35,6 @@ type plan struct {
 	// files hashed the run's files; it keeps what it learned in the cache.
 	// Nil when the step hashed nothing.
 	files *store.Files
-	// verdicts are the validators' verdicts; it keeps those it learned.
-	verdicts *store.Verdicts
 }
 
 // textFile is a prompt file or a block record to write, at a path relative
@@ -63,7 +61,9 @@ func (o *Orchestrator) decide(rec *loaded, journal func(string, *store.Effect) e
 	if err := o.def.checkParams(o.params); err != nil {
 		return o.decideWorkflowStop(st, effects, BlockBadParameter, badParameter(err), "", nil, rec.reports), nil
 	}
-	r := o.replayed(rec, limits, func(r *replay) { r.journal = journal })
+	r := newReplay(o, rec, limits)
+	r.journal = journal
+	r.play()
 	if r.ruleErr != nil {
 		return nil, r.ruleErr
 	}
@@ -158,17 +158,6 @@ func (o *Orchestrator) uncertainRecords(uncertain []EffectState, reports []store
 	return effects, texts
 }
 
-// countVerdict counts the jobs of order with verdict v.
-func countVerdict(order []*named, v verdict) int {
-	n := 0
-	for _, j := range order {
-		if j.verdict == v {
-			n++
-		}
-	}
-	return n
-}
-
 // decideReplayed turns a replay into the plan of a counted step, or of an
 // uncertain one.
 func (o *Orchestrator) decideReplayed(r *replay, reports []store.Report) (*plan, error) {
@@ -189,12 +178,6 @@ func (o *Orchestrator) decideReplayed(r *replay, reports []store.Report) (*plan,
 		return o.decideWorkflowStop(st, r.effects, BlockDefinitionChanged, reason, body, keys, reports), nil
 	}
 
-	if handouts := countVerdict(r.order, verdictHandout); handouts >= manyTexts {
-		// Ten thousand prompts and their events are made now and written
-		// one after another by apply: collecting sooner keeps the garbage
-		// of making them from doubling the heap that holds them.
-		defer collectSooner()()
-	}
 	h := &handouts{state: st, kept: map[string][]store.Move{}}
 	if r.lifted {
 		h.events = append(h.events, store.Event{Type: store.EventRelease, Subject: string(WorkflowSubject),
@@ -247,13 +230,12 @@ func (o *Orchestrator) decideReplayed(r *replay, reports []store.Report) (*plan,
 		out = Outcome{Kind: KindLaunch, Jobs: h.launch}
 	}
 	return &plan{
-		outcome:  out,
-		texts:    texts,
-		state:    st,
-		events:   sealHistory(st, r.effects, o.stepEvents(out, h.events)),
-		moves:    h.moves,
-		files:    r.files,
-		verdicts: r.verdicts,
+		outcome: out,
+		texts:   texts,
+		state:   st,
+		events:  sealHistory(st, r.effects, o.stepEvents(out, h.events)),
+		moves:   h.moves,
+		files:   r.files,
 	}, nil
 }
 
@@ -327,7 +309,7 @@ func (o *Orchestrator) decideUncertain(r *replay, byName []*named, blocks []Bloc
 	texts = append(texts, records...)
 	out := Outcome{Kind: KindUncertain, Effects: effects, Blocks: blocks}
 	st.Steps++
-	return &plan{outcome: out, texts: texts, state: st, events: sealHistory(st, r.effects, o.stepEvents(out, nil)), files: r.files, verdicts: r.verdicts}
+	return &plan{outcome: out, texts: texts, state: st, events: sealHistory(st, r.effects, o.stepEvents(out, nil)), files: r.files}
 }
 
 // handouts is what a counted step moves aside and hands out, job by job in

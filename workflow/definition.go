@@ -118,8 +118,7 @@ func (d *Definition) repairScope() string {
 // Registry maps definition names to definitions. A binary builds one from
 // the definitions it carries and hands it to the shell.
 type Registry struct {
-	defs  map[string]*Definition
-	build string
+	defs map[string]*Definition
 }
 
 // NewRegistry returns a registry of defs. It fails when a definition has no
@@ -158,20 +157,6 @@ func (r *Registry) Lookup(name string) (*Definition, error) {
 	}
 	return nil, fmt.Errorf("definition %q: %w", name, ErrUnknownDefinition)
 }
-
-// WithBuild returns a copy of the registry that says which build of code
-// its definitions are, such as the Go build ID of the binary that carries
-// them (ExecutableBuild): two registries with the same build must judge
-// alike. A step remembers which outputs a build's validators accepted, and
-// asks a validator again only about other bytes or inputs, or under
-// another build. An empty build, the default, remembers nothing: every
-// step asks every validator.
-func (r *Registry) WithBuild(build string) *Registry {
-	return &Registry{defs: maps.Clone(r.defs), build: build}
-}
-
-// Build returns the registry's build (WithBuild); empty when it has none.
-func (r *Registry) Build() string { return r.build }
 
 // Definitions returns every registered definition, sorted by name.
 func (r *Registry) Definitions() []*Definition {

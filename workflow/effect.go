@@ -63,7 +63,6 @@ func (c *Context) Effect(name string, do func() error, opts ...EffectOption) {
 			r.foresee(EffectSubject(name), "it started and its completion is not recorded: the next step asks its recognizer what took place")
 			r.endPath()
 		}
-		r.confirmFiles()
 		recognition, why := recognize(e.recognize)
 		switch recognition.fate {
 		case fateCompleted:
@@ -88,7 +87,6 @@ func (c *Context) Effect(name string, do func() error, opts ...EffectOption) {
 			r.foresee(EffectSubject(name), "it runs at the next step")
 			r.endPath()
 		}
-		r.confirmFiles()
 		r.runEffect(e, prev, current, do)
 		return
 	}
@@ -164,8 +162,6 @@ func (r *replay) callEffect(name string, do func() error) (f *failure) {
 			f = &pf
 		}
 	}()
-	// What do writes is looked at as it stands after it.
-	r.files.Settle()
 	if err := do(); err != nil {
 		ef := r.errorFailure(fmt.Errorf("effect %s: %w", name, err), at)
 		return &ef
@@ -186,7 +182,7 @@ func (r *replay) save(err error) {
 
 // filesState hashes declared files the way input states do.
 func filesState(files *store.Files, keys []string) ([]store.FileHash, error) {
-	in, err := inputState(files, &spec{inputs: keys}, nil)
+	in, err := inputState(files, &spec{inputs: keys})
 	return in.Files, err
 }
 

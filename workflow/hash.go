@@ -20,7 +20,7 @@ const InputStateVersion = 1
 // inputState computes a job's input state now: the SHA-256 of its prompt,
 // its canonical launch parameters, and the SHA-256 of each declared
 // input's bytes, with its output path beside them.
-func inputState(files *store.Files, s *spec, isOutput func(key string) bool) (store.Inputs, error) {
+func inputState(files *store.Files, s *spec) (store.Inputs, error) {
 	in := store.Inputs{
 		Output: s.output,
 		Prompt: sha256Hex([]byte(s.job.Prompt)),
@@ -28,11 +28,7 @@ func inputState(files *store.Files, s *spec, isOutput func(key string) bool) (st
 		Files:  make([]store.FileHash, 0, len(s.inputs)),
 	}
 	for _, key := range s.inputs {
-		hash := files.Hash
-		if isOutput != nil && isOutput(key) {
-			hash = files.HashOutput
-		}
-		c, err := hash(key, -1)
+		c, err := files.Hash(key, -1)
 		if err != nil {
 			return in, fmt.Errorf("hash input %s: %w", key, err)
 		}

@@ -85,10 +85,6 @@ func ProblemPath(output string) string {
 	return strings.TrimSuffix(output, ext) + ".problem.md"
 }
 
-// fewInputs is how many inputs newSpec tells apart by comparing each with
-// those before it.
-const fewInputs = 16
-
 func newSpec(defName, runDir string, maps []Map, j Job) (*spec, error) {
 	bad := func(format string, args ...any) error {
 		return &DefinitionError{Definition: defName, Rule: fmt.Sprintf("job %s: ", j.Name) + fmt.Sprintf(format, args...)}
@@ -107,12 +103,7 @@ func newSpec(defName, runDir string, maps []Map, j Job) (*spec, error) {
 		return nil, bad("output %s lies in %s/, which belongs to the engine", out, store.StateDir)
 	}
 	s := &spec{job: j, output: out, problem: ProblemPath(out), inputs: make([]string, 0, len(j.Inputs))}
-	// Most jobs declare a few inputs, which are told apart without a map:
-	// ten thousand jobs would make ten thousand maps.
-	var seen map[string]bool
-	if len(j.Inputs) > fewInputs {
-		seen = make(map[string]bool, len(j.Inputs))
-	}
+	seen := map[string]bool{}
 	for _, in := range j.Inputs {
 		key := inputKey(runDir, maps, in)
 		if key == "" {
@@ -121,11 +112,7 @@ func newSpec(defName, runDir string, maps []Map, j Job) (*spec, error) {
 		if key == s.output || key == s.problem {
 			return nil, bad("it may not read its own output or problem path %s", key)
 		}
-		if seen == nil {
-			if !slices.Contains(s.inputs, key) {
-				s.inputs = append(s.inputs, key)
-			}
-		} else if !seen[key] {
+		if !seen[key] {
 			seen[key] = true
 			s.inputs = append(s.inputs, key)
 		}

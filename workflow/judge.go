@@ -1,9 +1,6 @@
 package workflow
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -20,7 +17,7 @@ const maxProblemReport = 64 << 10
 // first rule that applies decides.
 func (r *replay) judge(n *named) error {
 	name := n.spec.job.Name
-	current, err := inputState(r.files, n.spec, r.isOutput)
+	current, err := inputState(r.files, n.spec)
 	if err != nil {
 		return fmt.Errorf("job %s: %w", name, err)
 	}
@@ -37,12 +34,12 @@ func (r *replay) judge(n *named) error {
 		return nil
 	}
 
-	if blocked, err := r.problemReport(n); blocked || err != nil {
-		return err
-	}
-	out, err := r.files.HashOutput(n.spec.output, r.maxOutput(n.spec))
+	out, err := r.files.Hash(n.spec.output, r.maxOutput(n.spec))
 	if err != nil {
 		return fmt.Errorf("job %s: %w", name, err)
+	}
+	if blocked, err := r.problemReport(n, out); blocked || err != nil {
+		return err
 	}
 
 	if js.Accepted != "" {
@@ -67,7 +64,7 @@ func (r *replay) judge(n *named) error {
 			}
 		}
 		if len(why) == 0 {
-			if kind, _ := r.validate(n, out.SHA256); kind == "" {
+			if kind, _ := r.validate(n); kind == "" {
 				n.verdict = verdictAccepted
 				return nil
 			}
@@ -87,7 +84,7 @@ func (r *replay) judge(n *named) error {
 	// gets a valid output accepted, and why a file that was never handed
 	// out is not.
 	if out.SHA256 != "" && js.Input != nil && sameInputs(*js.Input, current) {
-		if kind, _ := r.validate(n, out.SHA256); kind == "" {
+		if kind, _ := r.validate(n); kind == "" {
 			r.accept(n, out.SHA256)
 			return nil
 		}
@@ -96,21 +93,13 @@ func (r *replay) judge(n *named) error {
 	return nil
 }
 
-// isOutput says whether key is the output of a job this replay named.
-func (r *replay) isOutput(key string) bool {
-	owner := r.owners[key]
-	return owner != nil && owner.spec.output == key
-}
-
 // problemReport blocks the job when its worker left a problem report: the
 // worker said it could not do the task, so whatever lies beside the report
 // is flagged, and nothing at the output path is accepted again without a
 // new hand-out. A report that is not a regular file is not read; one that
 // is, is read up to a bound.
-func (r *replay) problemReport(n *named) (blocked bool, err error) {
-	// A report is rare: the files' Stat answers from one read of the
-	// directory when many jobs' reports would lie in it.
-	info, err := r.files.Stat(n.spec.problem)
+func (r *replay) problemReport(n *named, out store.Content) (blocked bool, err error) {
+	info, err := r.run.Stat(n.spec.problem)
 	if err != nil {
 		return false, fmt.Errorf("job %s: %w", n.spec.job.Name, err)
 	}
@@ -134,9 +123,7 @@ func (r *replay) problemReport(n *named) (blocked bool, err error) {
 	js := n.js
 	js.Outstanding, js.Input, js.Accepted = nil, nil, ""
 	keep := []string{n.spec.problem}
-	if out, err := r.run.Stat(n.spec.output); err != nil {
-		return false, fmt.Errorf("job %s: %w", n.spec.job.Name, err)
-	} else if out.Kind != store.Missing {
+	if out.Kind != store.Missing {
 		keep = append(keep, n.spec.output)
 	}
 	t := trouble(js)
@@ -177,7 +164,7 @@ func (r *replay) judgeAttempt(n *named, out store.Content) error {
 		reason = strings.Join(changes(*js.Input, n.current), ", ") + " changed after hand-out"
 		messages = []string{reason + "; the output was made from other inputs"}
 	default:
-		kind, messages = r.validate(n, out.SHA256)
+		kind, messages = r.validate(n)
 		switch kind {
 		case "":
 			r.accept(n, out.SHA256)
@@ -288,52 +275,9 @@ func tidy(js *store.JobState) {
 	}
 }
 
-// validate judges the output of n, whose bytes have SHA-256 sum, by its
-// validator, unless this code's validator accepted those bytes before,
-// made from the same inputs: a validator may read the job's declared
-// inputs and its prompt as well as its output.
-func (r *replay) validate(n *named, sum string) (kind BlockKind, messages []string) {
-	name, v := n.spec.job.Name, n.spec.job.Validate
-	if v == nil {
-		return "", nil
-	}
-	key := r.verdictKey(n.spec.output, sum, n.current)
-	if r.verdicts.Accepted(name, key) {
-		return "", nil
-	}
-	kind, messages = validate(v, r.abs(n.spec.output))
-	if kind == "" {
-		r.verdicts.Accept(name, key)
-	}
-	return kind, messages
-}
-
-// verdictKey is what a verdict is remembered by: the SHA-256 of the
-// output's path and bytes and of the input state's parts, length-prefixed,
-// so that no two share one.
-func (r *replay) verdictKey(path, output string, in store.Inputs) string {
-	// Sized at once: the key of a job that reads ten thousand files would
-	// otherwise grow its buffer a dozen times.
-	n := 4*(4+2*len(in.Files)) + len(path) + len(output) + len(in.Prompt) + len(in.Launch)
-	for _, f := range in.Files {
-		n += len(f.Path) + len(f.SHA256)
-	}
-	b := appendField(slices.Grow(r.keyBuf[:0], n), path)
-	b = appendField(b, output)
-	b = appendField(b, in.Prompt)
-	b = appendField(b, in.Launch)
-	for _, f := range in.Files {
-		b = appendField(b, f.Path)
-		b = appendField(b, f.SHA256)
-	}
-	r.keyBuf = b
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
-}
-
-// appendField appends s to b with its length before it.
-func appendField(b []byte, s string) []byte {
-	return append(binary.BigEndian.AppendUint32(b, uint32(len(s))), s...)
+// validate judges the output of n by its validator.
+func (r *replay) validate(n *named) (kind BlockKind, messages []string) {
+	return validate(n.spec.job.Validate, r.abs(n.spec.output))
 }
 
 // validate runs a validator, turning a panic or a failure to judge into a

@@ -22,9 +22,6 @@ type Orchestrator struct {
 	run    *store.Run
 	def    *Definition
 	params Params
-	// build is the registry's build: what judged an output is remembered
-	// under it (judgeCode).
-	build string
 	// driver is the custodian drive this orchestrator acts for, or the
 	// zero Process: only it may step a run it drives.
 	driver Process
@@ -66,7 +63,7 @@ func Start(reg *Registry, name, dir string, params Params) (*Orchestrator, error
 	if err != nil {
 		return nil, err
 	}
-	return &Orchestrator{run: run, def: def, params: params, build: reg.build}, nil
+	return &Orchestrator{run: run, def: def, params: params}, nil
 }
 
 // newRunDir creates and returns a new directory under base for a run of the
@@ -105,7 +102,7 @@ func Open(reg *Registry, dir string) (*Orchestrator, error) {
 			Err:    err,
 		}
 	}
-	return &Orchestrator{run: run, def: def, params: Params(run.Record.Params), build: reg.build}, nil
+	return &Orchestrator{run: run, def: def, params: Params(run.Record.Params)}, nil
 }
 
 // Dir returns the run directory, absolute.
@@ -123,11 +120,6 @@ type loaded struct {
 	effects map[string]*store.Effect
 	reports []store.Report
 	round   *store.Round // the round a drive has in flight, or nil
-	// files, for a step, is its file hasher, already looking at the files
-	// the last step hashed, and verdicts its verdict cache, being read;
-	// nil for other commands.
-	files    *store.Files
-	verdicts *store.Verdicts
 }
 
 // locked takes the run's lock, reads every record and calls fn with them.
@@ -136,35 +128,15 @@ type loaded struct {
 // that committed and ended before its journal was written is finished
 // first.
 func (o *Orchestrator) locked(fn func(rec *loaded) error) error {
-	return o.lockedFor(false, fn)
-}
-
-// stepLocked is locked for a step: the files the last step hashed, which
-// the hash cache lists in the order that step looked at them, are looked
-// at on the machine's other cores while the records are read.
-func (o *Orchestrator) stepLocked(fn func(rec *loaded) error) error {
-	return o.lockedFor(true, fn)
-}
-
-func (o *Orchestrator) lockedFor(step bool, fn func(rec *loaded) error) error {
 	unlock, err := o.run.Lock()
 	if err != nil {
 		return fmt.Errorf("run %s: %w", o.run.Dir, err)
 	}
 	defer unlock()
-	var files *store.Files
-	var verdicts *store.Verdicts
-	if step {
-		defer collectLate(o.run.StateSize())()
-		files = o.run.StepFiles()
-		defer files.Settle()
-		verdicts = o.run.StepVerdicts(o.judgeCode())
-	}
 	rec, err := o.read()
 	if err != nil {
 		return err
 	}
-	rec.files, rec.verdicts = files, verdicts
 	if a := rec.state.Abandoned; a != nil {
 		return &AbandonedError{Run: o.run.Dir, At: a.At, Text: a.Text}
 	}

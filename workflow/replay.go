@@ -2,9 +2,7 @@ package workflow
 
 import (
 	"fmt"
-	"maps"
 	"path/filepath"
-	"slices"
 	"sync"
 
 	"github.com/custodian-run/custodian/store"
@@ -16,18 +14,15 @@ import (
 // end inside the effect. What it found becomes a plan (decide.go), which
 // the step applies afterwards.
 type replay struct {
-	run   *store.Run
-	files *store.Files
-	// verdicts are what this code's validators accepted before.
-	verdicts *store.Verdicts
-	keyBuf   []byte // verdictKey's
-	dir      string
-	def      *Definition
-	defPkg   string
-	params   Params
-	limits   Limits
-	state    *store.State
-	journal  func(label string, e *store.Effect) error
+	run     *store.Run
+	files   *store.Files
+	dir     string
+	def     *Definition
+	defPkg  string
+	params  Params
+	limits  Limits
+	state   *store.State
+	journal func(label string, e *store.Effect) error
 
 	named    map[string]*named
 	order    []*named          // in the order jobs were first named
@@ -107,76 +102,26 @@ type jobBlock struct {
 	keep      []string // run-relative files to move aside, in order
 }
 
-// newReplay makes a replay of the records rec, with a step's file hasher
-// and verdict cache, or new ones.
+// newReplay makes a replay of the records rec.
 func newReplay(o *Orchestrator, rec *loaded, limits Limits) *replay {
-	st, files, verdicts := rec.state, rec.files, rec.verdicts
-	if files == nil {
-		files = o.run.Files()
-	}
-	if verdicts == nil {
-		verdicts = o.run.Verdicts(o.judgeCode())
-	}
 	return &replay{
-		run:      o.run,
-		files:    files,
-		verdicts: verdicts,
-		dir:      o.run.Dir,
-		def:      o.def,
-		defPkg:   funcPackage(o.def.Run),
-		params:   o.def.withDefaults(o.params),
-		limits:   limits,
-		state:    st,
-		journal:  o.run.SaveEffect,
-		// Sized for the jobs the state knows, which a replay mostly names
-		// again: ten thousand jobs would grow each map a dozen times.
-		named:   make(map[string]*named, len(st.Jobs)),
-		owners:  make(map[string]*named, 2*len(st.Jobs)),
-		readers: make(map[string]*named, len(st.Jobs)),
+		run:     o.run,
+		files:   o.run.Files(),
+		dir:     o.run.Dir,
+		def:     o.def,
+		defPkg:  funcPackage(o.def.Run),
+		params:  o.def.withDefaults(o.params),
+		limits:  limits,
+		state:   rec.state,
+		journal: o.run.SaveEffect,
+		named:   map[string]*named{},
+		owners:  map[string]*named{},
+		readers: map[string]*named{},
 		effects: rec.effects,
 		reached: map[string]bool{},
 		patches: o.run.Record.Patches,
 		carried: map[string]bool{},
 		looked:  map[string]bool{},
-	}
-}
-
-// replayed makes a replay of rec, sets it up with setUp and plays it. The
-// replay takes files on trust that lookers verify behind it (store.Files):
-// when one was found changed, the definition's own code wrote it while the
-// replay ran, and the replay is played again, from the top, taking nothing
-// on trust. Nothing the first play did is kept: a replay writes nothing
-// before it confirms its files (confirmFiles), and the verdicts it noted,
-// which a validator may have given on a file other than the one the
-// replay's key named, are read again from the records. (What the hash
-// cache learned stays: each of its entries is what a read found.)
-func (o *Orchestrator) replayed(rec *loaded, limits Limits, setUp func(*replay)) *replay {
-	// The one record a replay changes as it plays: an approval of a change
-	// this binary does not make is dropped (redefined).
-	allowed := maps.Clone(rec.state.Workflow.Allowed)
-	r := newReplay(o, rec, limits)
-	setUp(r)
-	r.play()
-	if !r.files.Stale() {
-		return r
-	}
-	rec.state.Workflow.Allowed = allowed
-	again := *rec
-	again.files, again.verdicts = r.files, nil
-	again.files.Distrust()
-	r = newReplay(o, &again, limits)
-	setUp(r)
-	r.play()
-	return r
-}
-
-// confirmFiles settles the files before the replay journals an effect,
-// which writes a record and may write anything in the run: when a file it
-// took on trust was found changed, the path ends, and the replay is played
-// again (replayed) before anything is written.
-func (r *replay) confirmFiles() {
-	if r.files.Stale() {
-		r.endPath()
 	}
 }
 
@@ -187,15 +132,8 @@ func (r *replay) look(rel string) {
 	r.looked[rel] = true
 }
 
-// play replays the definition from the top. The files the state names are
-// looked at on the machine's other cores while it runs (store.Prefetch).
+// play replays the definition from the top.
 func (r *replay) play() {
-	if !r.files.Prefetching() {
-		// No hash cache told the step what to look at while it read its
-		// records: the state does, now.
-		r.files.Prefetch(stateFiles(r.state))
-	}
-	defer r.files.Settle()
 	ctx := &Context{r: r}
 	_, r.ranToEnd = r.runPath(func() any {
 		if err := r.def.Run(ctx); err != nil {
@@ -280,35 +218,3 @@ func (r *replay) readsPending(consumer, path, producer string) error {
 }
 
 func (r *replay) abs(rel string) string { return filepath.Join(r.dir, filepath.FromSlash(rel)) }
-
-// stateFiles lists the files the last replay judged, every job's inputs
-// and output, in the order a replay is likely to ask for them, so that the
-// lookers keep ahead of it: job by job in the order of their names, each
-// job's inputs and then its output, and an input that is another job's
-// output with that job.
-func stateFiles(st *store.State) []string {
-	names := make([]string, 0, len(st.Jobs))
-	n := 0
-	for name, js := range st.Jobs {
-		if js.Input != nil {
-			names = append(names, name)
-			n += 1 + len(js.Input.Files)
-		}
-	}
-	slices.Sort(names)
-	produced := make(map[string]bool, len(names))
-	for _, name := range names {
-		produced[st.Jobs[name].Input.Output] = true
-	}
-	keys := make([]string, 0, n)
-	for _, name := range names {
-		in := st.Jobs[name].Input
-		for _, f := range in.Files {
-			if !produced[f.Path] {
-				keys = append(keys, f.Path)
-			}
-		}
-		keys = append(keys, in.Output)
-	}
-	return keys
-}

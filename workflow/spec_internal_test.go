@@ -10,8 +10,8 @@ import (
 )
 
 // A job's inputs are its keys, each once: sorted for its input state, and
-// in the order first declared for its prompt, whether they are few (told
-// apart one by one) or many (told apart by a map).
+// in the order first declared for its prompt, whether they are few or
+// many.
 func TestNewSpec_InputsAreEachKeptOnce(t *testing.T) {
 	dir := t.TempDir()
 	many := func(n int) (declared, sorted []string) {
@@ -22,7 +22,7 @@ func TestNewSpec_InputsAreEachKeptOnce(t *testing.T) {
 		}
 		return declared, sorted
 	}
-	manyDeclared, manySorted := many(fewInputs + 4)
+	manyDeclared, manySorted := many(20)
 	for _, tc := range []struct {
 		name           string
 		inputs         []string

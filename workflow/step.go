@@ -19,7 +19,7 @@ import (
 // a failed attempt.
 func (o *Orchestrator) Step() (Outcome, error) {
 	var out Outcome
-	err := o.stepLocked(func(rec *loaded) error {
+	err := o.locked(func(rec *loaded) error {
 		// A worker a drive launched that still runs may yet write its
 		// output: judging its round now would count it failed.
 		if err := o.clearRound(rec); err != nil {
@@ -29,9 +29,6 @@ func (o *Orchestrator) Step() (Outcome, error) {
 			// The last step committed and ended before its moves were done,
 			// so nobody saw its outcome: finish the moves and give that
 			// outcome now, rather than judge a round whose workers never ran.
-			// The moves take outputs away: what the lookers found of
-			// them is no longer so, and the replay looks anew.
-			rec.files.Settle()
 			if err := o.finishMoves(rec.state); err != nil {
 				return err
 			}
@@ -71,11 +68,8 @@ var ErrEndedInEffect = errors.New("the step ended inside the effect, as a crash 
 // without the definition carrying a hook of its own: the next Step asks
 // the recognizer what took place.
 func (o *Orchestrator) StepEndingIn(effect string, ranDo bool) error {
-	return o.stepLocked(func(rec *loaded) error {
+	return o.locked(func(rec *loaded) error {
 		if len(rec.state.Moves) > 0 {
-			// The moves take outputs away: what the lookers found of
-			// them is no longer so, and the replay looks anew.
-			rec.files.Settle()
 			if err := o.finishMoves(rec.state); err != nil {
 				return err
 			}
@@ -84,7 +78,9 @@ func (o *Orchestrator) StepEndingIn(effect string, ranDo bool) error {
 		if err != nil {
 			return err
 		}
-		r := o.replayed(rec, limits, func(r *replay) { r.endIn, r.endAfterDo = effect, ranDo })
+		r := newReplay(o, rec, limits)
+		r.endIn, r.endAfterDo = effect, ranDo
+		r.play()
 		if r.ruleErr != nil {
 			return r.ruleErr
 		}

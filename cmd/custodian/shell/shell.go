@@ -99,11 +99,6 @@ func Main(reg *workflow.Registry, args []string, stdout, stderr io.Writer) (code
 			code = workflow.ExitFailed
 		}
 	}()
-	if reg.Build() == "" {
-		// The registry is this binary's code: what its validators accepted
-		// is remembered under its build.
-		reg = reg.WithBuild(workflow.ExecutableBuild())
-	}
 	err := New(reg, stdout, stderr).Run(args)
 	if err == nil {
 		return workflow.ExitOK

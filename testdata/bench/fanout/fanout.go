@@ -76,7 +76,7 @@ func Registry() *workflow.Registry {
 	if err != nil {
 		panic(err)
 	}
-	return reg.WithBuild(workflow.ExecutableBuild())
+	return reg
 }
 
 func run(ctx *workflow.Context) error {
