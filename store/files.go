@@ -179,6 +179,9 @@ type Files struct {
 	// locate says where a file outside the run recorded at key is found
 	// now; nil finds it at key.
 	locate func(key string) string
+	// seen is what the last look at each file of the run found, so that
+	// a move planned from it (Identity) needs no look of its own.
+	seen map[string]FileInfo
 }
 
 // Locate makes f find a file outside the run, recorded at key, at
@@ -189,7 +192,27 @@ func (f *Files) Locate(locate func(key string) string) { f.locate = locate }
 // Files returns the run's file hasher for one command. It reads the hash
 // cache; a missing or damaged cache is an empty one.
 func (r *Run) Files() *Files {
-	return &Files{run: r, begun: time.Now().UnixNano(), cache: r.loadCache()}
+	return &Files{run: r, begun: time.Now().UnixNano(), cache: r.loadCache(), seen: map[string]FileInfo{}}
+}
+
+// Identity says which file Hash last found at rel, a path inside the run,
+// in the form a move is checked by (Run.Identity), and whether it can
+// tell without another look: a regular file within maxIdentityRead bytes
+// is told by its hash, which Files lacks when it did not read the file.
+func (f *Files) Identity(rel string) (string, bool) {
+	info, ok := f.seen[rel]
+	switch {
+	case !ok:
+		return "", false
+	case info.Kind == Missing:
+		return "", true
+	case info.Kind == Regular && info.Size <= maxIdentityRead:
+		if e := f.cache.entries[rel]; e != nil && e.info == info {
+			return e.sum, true
+		}
+		return "", false
+	}
+	return fileIdentity(info.Kind, info.Dev, info.Ino, info.Size), true
 }
 
 // Hash returns what the file at key holds: a run-relative path, read
@@ -207,6 +230,7 @@ func (f *Files) Hash(key string, limit int64) (Content, error) {
 	}
 	dfd, name, err := f.run.tree.split(key, false)
 	if isNotExist(err) {
+		f.seen[key] = FileInfo{}
 		return Content{}, nil
 	}
 	if err != nil {
@@ -216,6 +240,7 @@ func (f *Files) Hash(key string, limit int64) (Content, error) {
 	if err != nil {
 		return Content{}, &IOError{Op: "read", Path: f.run.abs(key), Err: err}
 	}
+	f.seen[key] = info
 	if c, known := f.known(key, info, limit); known {
 		return c, nil
 	}
@@ -223,6 +248,7 @@ func (f *Files) Hash(key string, limit int64) (Content, error) {
 	if err != nil {
 		return Content{}, &IOError{Op: "read", Path: f.run.abs(key), Err: err}
 	}
+	f.seen[key] = info
 	c, err := f.hashOpen(key, fd, info, limit)
 	if err != nil {
 		return Content{}, &IOError{Op: "read", Path: f.run.abs(key), Err: err}
@@ -308,6 +334,16 @@ func (f *Files) hashOpen(key string, fd int, info FileInfo, limit int64) (Conten
 	f.cache.store(key, info, sum)
 	c.SHA256 = sum
 	return c, nil
+}
+
+// Stat says what lies at rel, a path inside the run, as Run.Stat does,
+// and notes it for Identity.
+func (f *Files) Stat(rel string) (FileInfo, error) {
+	info, err := f.run.Stat(rel)
+	if err == nil {
+		f.seen[rel] = info
+	}
+	return info, err
 }
 
 // Save writes the hash cache when this command hashed anything the cache

@@ -531,3 +531,53 @@ func TestAFormat2StateIsRead(t *testing.T) {
 	_, err = r.LoadState()
 	assert.ErrorIs(t, err, store.ErrUntrusted, "a format-2 state with looked was read")
 }
+
+// A move is planned from what the step judged: Files.Identity says which
+// file Hash or Stat found, in the form Perform checks a move's source by,
+// without another look; it cannot tell a regular file it did not read.
+func TestFiles_IdentityIsWhatWasLookedAt(t *testing.T) {
+	tests := []struct {
+		name  string
+		make  func(t *testing.T, path string)
+		limit int64
+		stat  bool // looked at by Stat rather than Hash
+		tells bool
+	}{
+		{"a regular file", func(t *testing.T, p string) { writeFile(t, p, "# a\n") }, -1, false, true},
+		{"a regular file over the limit", func(t *testing.T, p string) { writeFile(t, p, "# a\n") }, 1, false, false},
+		{"a regular file looked at by Stat", func(t *testing.T, p string) { writeFile(t, p, "# a\n") }, -1, true, false},
+		{"a symbolic link", func(t *testing.T, p string) { require.NoError(t, os.Symlink("elsewhere", p)) }, -1, false, true},
+		{"a directory", func(t *testing.T, p string) { require.NoError(t, os.Mkdir(p, 0o755)) }, -1, false, true},
+		{"nothing", func(t *testing.T, p string) {}, -1, false, true},
+		{"nothing, looked at by Stat", func(t *testing.T, p string) {}, -1, true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRun(t)
+			tt.make(t, filepath.Join(r.Dir, "out.md"))
+			f := r.Files()
+			_, ok := f.Identity("out.md")
+			require.False(t, ok, "a file not looked at is not told")
+			var err error
+			if tt.stat {
+				_, err = f.Stat("out.md")
+			} else {
+				_, err = f.Hash("out.md", tt.limit)
+			}
+			require.NoError(t, err)
+			want, err := r.Identity("out.md")
+			require.NoError(t, err)
+			got, ok := f.Identity("out.md")
+			assert.Equal(t, tt.tells, ok)
+			if !tt.tells {
+				return
+			}
+			assert.Equal(t, want, got, "the form a move is checked by")
+			// What was looked at stands: the disk is not looked at again.
+			require.NoError(t, os.RemoveAll(filepath.Join(r.Dir, "out.md")))
+			writeFile(t, filepath.Join(r.Dir, "out.md"), "# another\n")
+			again, _ := f.Identity("out.md")
+			assert.Equal(t, want, again)
+		})
+	}
+}

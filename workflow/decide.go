@@ -362,14 +362,12 @@ func (h *handouts) plan(o *Orchestrator, r *replay, handingOut bool) error {
 				tidy(n.js)
 			}
 			for _, rel := range []string{n.spec.output, n.spec.problem} {
-				info, err := r.run.Stat(rel)
+				id, err := r.identity(rel)
 				if err != nil {
 					return err
 				}
-				if info.Kind != store.Missing {
-					if _, err := h.keep(r, name, rel); err != nil {
-						return err
-					}
+				if id != "" {
+					h.keepFile(name, rel, id)
 				}
 			}
 			h.handOut(o, r, n)
@@ -380,15 +378,31 @@ func (h *handouts) plan(o *Orchestrator, r *replay, handingOut bool) error {
 
 // keep plans moving the file at rel aside for job, numbered across the run.
 func (h *handouts) keep(r *replay, job, rel string) (store.Move, error) {
-	id, err := r.run.Identity(rel)
+	id, err := r.identity(rel)
 	if err != nil {
 		return store.Move{}, err
 	}
+	return h.keepFile(job, rel, id), nil
+}
+
+// keepFile plans moving the file id at rel aside for job.
+func (h *handouts) keepFile(job, rel, id string) store.Move {
 	h.state.Kept++
 	m := store.Move{Source: rel, Target: store.KeptPath(job, h.state.Kept, rel), Identity: id}
 	h.moves = append(h.moves, m)
 	h.events = append(h.events, keepEvent(job, m))
-	return m, nil
+	return m
+}
+
+// identity says which file lies at rel, "" for none, as judging found it:
+// a move is planned from what the step judged. Only a file judging did not
+// read (a problem report, an output over its job's limit) is looked at
+// again.
+func (r *replay) identity(rel string) (string, error) {
+	if id, ok := r.files.Identity(rel); ok {
+		return id, nil
+	}
+	return r.run.Identity(rel)
 }
 
 // handOut records a job's hand-out: its input state is what its output

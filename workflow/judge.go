@@ -99,7 +99,7 @@ func (r *replay) judge(n *named) error {
 // new hand-out. A report that is not a regular file is not read; one that
 // is, is read up to a bound.
 func (r *replay) problemReport(n *named, out store.Content) (blocked bool, err error) {
-	info, err := r.run.Stat(n.spec.problem)
+	info, err := r.files.Stat(n.spec.problem)
 	if err != nil {
 		return false, fmt.Errorf("job %s: %w", n.spec.job.Name, err)
 	}
