@@ -12,6 +12,7 @@ import (
 
 	"github.com/custodian-run/custodian/trial"
 	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 )
 
 const paperText = "# On decision records\n\nTeams that keep decision records revisit fewer decisions.\n"
@@ -28,7 +29,7 @@ func startReview(t *testing.T, params workflow.Params, paper bool, script trial.
 	if paper {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "paper.md"), []byte(paperText), 0o644))
 	}
-	o, err := workflow.Start(Builtin(), "review", dir, params)
+	o, err := engine.Start(Builtin(), "review", dir, params)
 	require.NoError(t, err)
 	return o.Dir(), &trial.Agent{Runner: trial.InProcess(o), RunDir: o.Dir(), Script: script}
 }
@@ -83,7 +84,7 @@ func TestReviewPublishesOnce(t *testing.T) {
 	})
 	tr, err := agent.Drive()
 	require.NoError(t, err)
-	require.Equal(t, workflow.KindDone, tr.Final.Kind)
+	require.Equal(t, engine.KindDone, tr.Final.Kind)
 	target := filepath.Join(publishDir, filepath.Base(dir)+".md")
 	stamp := readText(t, filepath.Join(dir, "reviewed-at.txt"))
 
@@ -93,13 +94,13 @@ func TestReviewPublishesOnce(t *testing.T) {
 	out, err := agent.Runner.Step()
 
 	require.NoError(t, err)
-	assert.Equal(t, workflow.KindDone, out.Kind)
+	assert.Equal(t, engine.KindDone, out.Kind)
 	assert.NoFileExists(t, target)
 	assert.Equal(t, stamp, readText(t, filepath.Join(dir, "reviewed-at.txt")), "the clock is read once")
 }
 
 func TestReviewWithoutPaperBlocksOnWorkflowForARepair(t *testing.T) {
-	putPaper := func(runDir string, _ workflow.Block) (string, error) {
+	putPaper := func(runDir string, _ engine.Block) (string, error) {
 		return "put paper.md in place", os.WriteFile(filepath.Join(runDir, "paper.md"), []byte(paperText), 0o644)
 	}
 	_, agent := startReview(t, workflow.Params{"publish": t.TempDir()}, false, trial.Script{
@@ -117,7 +118,7 @@ func TestReviewWithoutPaperBlocksOnWorkflowForARepair(t *testing.T) {
 		"done",
 	}, tr.Course())
 	require.Len(t, tr.Reports, 1)
-	assert.Equal(t, trial.Report{Event: workflow.ReportRepair, Text: "put paper.md in place"}, tr.Reports[0])
+	assert.Equal(t, trial.Report{Event: engine.ReportRepair, Text: "put paper.md in place"}, tr.Reports[0])
 	record := readText(t, tr.Steps[0].Blocks[0].Record)
 	assert.Contains(t, record, "the paper to review")
 }
@@ -132,9 +133,9 @@ func TestReviewIsNotStartedWithoutItsPublishDirectory(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "run")
-			_, err := workflow.Start(reg, "review", dir, params)
-			require.ErrorIs(t, err, workflow.ErrUsage, "a parameter a run cannot do without is refused at start")
-			assert.Equal(t, "the parameters of review are: publish (the absolute directory the review is published to; required)", workflow.Hint(err))
+			_, err := engine.Start(reg, "review", dir, params)
+			require.ErrorIs(t, err, engine.ErrUsage, "a parameter a run cannot do without is refused at start")
+			assert.Equal(t, "the parameters of review are: publish (the absolute directory the review is published to; required)", engine.Hint(err))
 			assert.NoFileExists(t, filepath.Join(dir, ".custodian", "run.json"))
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/custodian-run/custodian/definitions"
 	"github.com/custodian-run/custodian/trial/workflowtest"
 	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 )
 
 // registry holds the definitions under test, as the binary registers them.
@@ -35,7 +36,7 @@ const reviewText = "# Review\n\n- The claim rests on two teams.\n\nVerdict: revi
 
 // startReview starts a run of review in a fresh directory that holds the
 // paper. It returns the run and the file its publish effect writes.
-func startReview(t *testing.T) (*workflow.Orchestrator, string) {
+func startReview(t *testing.T) (*engine.Run, string) {
 	t.Helper()
 	dir := t.TempDir()
 	paper := "# A result\n\nTwo teams found the same effect.\n"
@@ -43,7 +44,7 @@ func startReview(t *testing.T) (*workflow.Orchestrator, string) {
 		t.Fatal(err)
 	}
 	publish := t.TempDir()
-	o, err := workflow.Start(registry(t), "review", dir, workflow.Params{"publish": publish})
+	o, err := engine.Start(registry(t), "review", dir, workflow.Params{"publish": publish})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,13 +54,13 @@ func startReview(t *testing.T) (*workflow.Orchestrator, string) {
 
 // stepAndWork takes a step that must hand jobs out, and writes each job's
 // output as its worker would.
-func stepAndWork(t *testing.T, o *workflow.Orchestrator) {
+func stepAndWork(t *testing.T, o *engine.Run) {
 	t.Helper()
 	out, err := o.Step()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Kind != workflow.KindLaunch {
+	if out.Kind != engine.KindLaunch {
 		t.Fatalf("the step gave %s, not launch", out.Kind)
 	}
 	for _, h := range out.Jobs {
@@ -70,13 +71,13 @@ func stepAndWork(t *testing.T, o *workflow.Orchestrator) {
 }
 
 // stepToDone takes a step that must end the run.
-func stepToDone(t *testing.T, o *workflow.Orchestrator) {
+func stepToDone(t *testing.T, o *engine.Run) {
 	t.Helper()
 	out, err := o.Step()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Kind != workflow.KindDone {
+	if out.Kind != engine.KindDone {
 		t.Fatalf("the step gave %s, not done", out.Kind)
 	}
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/custodian-run/custodian/cmd/custodian/shell"
 	"github.com/custodian-run/custodian/definitions"
-	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 )
 
 // loopHeading is the first line of loop.md; the body is what follows it.
@@ -109,20 +109,20 @@ func TestLoopUsesPlaceholdersOnly(t *testing.T) {
 
 func TestReadmeGivesTheTableOfExitCodes(t *testing.T) {
 	readme := read(t, filepath.Join("..", "README.md"))
-	for _, s := range workflow.ExitStatuses {
+	for _, s := range engine.ExitStatuses {
 		assert.Contains(t, readme, fmt.Sprintf("| %d | %s | %s |\n", s.Code, s.Meaning, s.Action))
 	}
 }
 
 func TestLoopNamesEveryExitCodeAndEvent(t *testing.T) {
 	body := loopBody(t)
-	for _, code := range []int{workflow.ExitOK, workflow.ExitFailed, workflow.ExitUsage, workflow.ExitBusy, workflow.ExitUntrusted, workflow.ExitDefinition} {
+	for _, code := range []int{engine.ExitOK, engine.ExitFailed, engine.ExitUsage, engine.ExitBusy, engine.ExitUntrusted, engine.ExitDefinition} {
 		assert.Contains(t, body, fmt.Sprintf("- `%d`: ", code), "exit code %d", code)
 	}
-	for _, event := range workflow.ReportEvents {
+	for _, event := range engine.ReportEvents {
 		assert.Contains(t, body, "custodian report RUN "+event+" ", "event %s", event)
 	}
-	for _, kind := range []workflow.Kind{workflow.KindLaunch, workflow.KindBlocked, workflow.KindUncertain, workflow.KindDone} {
+	for _, kind := range []engine.Kind{engine.KindLaunch, engine.KindBlocked, engine.KindUncertain, engine.KindDone} {
 		assert.Contains(t, body, fmt.Sprintf("`%s`", kind))
 	}
 }
@@ -133,7 +133,7 @@ func custodian(t *testing.T, args ...string) string {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	code := shell.Main(definitions.Builtin(), append([]string{"custodian"}, args...), &stdout, &stderr)
-	require.Equal(t, workflow.ExitOK, code, "custodian %s: %s", strings.Join(args, " "), stderr.String())
+	require.Equal(t, engine.ExitOK, code, "custodian %s: %s", strings.Join(args, " "), stderr.String())
 	return stdout.String()
 }
 

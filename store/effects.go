@@ -5,6 +5,8 @@ import (
 	"path"
 	"sort"
 	"strings"
+
+	"github.com/custodian-run/custodian/internal/names"
 )
 
 // EffectFormat is the format of an effect journal this version reads and writes.
@@ -86,7 +88,7 @@ func (r *Run) Effects() (map[string]*Effect, error) {
 // check holds a journal's fields to their rules.
 func (e *Effect) check() error {
 	switch {
-	case !ValidName(e.Name):
+	case !names.Valid(e.Name):
 		return fmt.Errorf("name %q is not an effect's name", e.Name)
 	case e.Status != EffectStarted && e.Status != EffectCompleted && e.Status != EffectAbsent:
 		return fmt.Errorf("status %q is not started, completed or absent", e.Status)
@@ -106,7 +108,7 @@ func (e *Effect) check() error {
 // SaveEffect replaces the effect's journal. label names the write point.
 func (r *Run) SaveEffect(label string, e *Effect) error {
 	e.Format, e.Run = EffectFormat, r.Record.ID
-	if !ValidName(e.Name) {
+	if !names.Valid(e.Name) {
 		return fmt.Errorf("journal effect %q: not an effect's name", e.Name)
 	}
 	return r.writeRecord(label, statePath("effects", e.Name+".json"), e)

@@ -7,12 +7,12 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/custodian-run/custodian/internal/names"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -139,16 +139,16 @@ func assertStateInside(t *testing.T, st *State) {
 		assert.GreaterOrEqual(t, n, 0, "a negative count")
 	}
 	for _, name := range st.Named {
-		assert.True(t, ValidName(name), "named: %q", name)
+		assert.True(t, names.Valid(name), "named: %q", name)
 	}
 	for _, name := range st.Unreached {
-		assert.True(t, ValidName(name), "unreached: %q", name)
+		assert.True(t, names.Valid(name), "unreached: %q", name)
 	}
 	for name := range st.Effects {
-		assert.True(t, ValidName(name), "effects: %q", name)
+		assert.True(t, names.Valid(name), "effects: %q", name)
 	}
 	for name, js := range st.Jobs {
-		assert.True(t, ValidName(name), "jobs: %q", name)
+		assert.True(t, names.Valid(name), "jobs: %q", name)
 		require.NotNil(t, js, "jobs[%q] is null", name)
 		if js.Input != nil {
 			assert.True(t, inside(js.Input.Output) && !strings.HasPrefix(js.Input.Output+"/", StateDir+"/"), "jobs[%q].input.output %q", name, js.Input.Output)
@@ -166,7 +166,7 @@ func assertStateInside(t *testing.T, st *State) {
 	for i, m := range st.Moves {
 		assert.True(t, inside(m.Source) && !strings.HasPrefix(m.Source+"/", StateDir+"/"), "moves[%d].source %q", i, m.Source)
 		parts := strings.Split(m.Target, "/")
-		assert.True(t, inside(m.Target) && len(parts) == 5 && parts[0] == StateDir && parts[1] == "jobs" && ValidName(parts[2]) && parts[3] == "kept",
+		assert.True(t, inside(m.Target) && len(parts) == 5 && parts[0] == StateDir && parts[1] == "jobs" && names.Valid(parts[2]) && parts[3] == "kept",
 			"moves[%d].target %q is not in .custodian/jobs/<job>/kept/", i, m.Target)
 	}
 	if e := st.Resolving; e != nil {
@@ -176,7 +176,7 @@ func assertStateInside(t *testing.T, st *State) {
 
 func assertEffectInside(t *testing.T, e *Effect, what string) {
 	t.Helper()
-	assert.True(t, ValidName(e.Name), "%s: name %q", what, e.Name)
+	assert.True(t, names.Valid(e.Name), "%s: name %q", what, e.Name)
 	for _, f := range e.Inputs {
 		assertKey(t, f.Path, what+".inputs")
 	}
@@ -309,13 +309,13 @@ func FuzzRunRecord(f *testing.F) {
 		rec := r.Record
 		assert.Equal(t, RunFormat, rec.Format)
 		assert.True(t, isHex(rec.ID, 32), "id %q", rec.ID)
-		assert.True(t, ValidName(rec.Definition), "definition %q", rec.Definition)
+		assert.True(t, names.Valid(rec.Definition), "definition %q", rec.Definition)
 		assert.True(t, validTime(rec.StartedAt), "started_at %q", rec.StartedAt)
 		for k := range rec.Params {
-			assert.True(t, ValidName(k), "parameter %q", k)
+			assert.True(t, names.Valid(k), "parameter %q", k)
 		}
 		for _, p := range rec.Patches {
-			assert.True(t, ValidName(p), "patch %q", p)
+			assert.True(t, names.Valid(p), "patch %q", p)
 		}
 		roundTrip(t, &rec)
 	})
@@ -424,7 +424,7 @@ func FuzzReports(f *testing.F) {
 			rep := &reports[i]
 			assert.Equal(t, i+1, rep.Number)
 			assert.Equal(t, ReportFormat, rep.Format)
-			assert.True(t, rep.Job == "" || ValidName(rep.Job), "job %q", rep.Job)
+			assert.True(t, rep.Job == "" || names.Valid(rep.Job), "job %q", rep.Job)
 			assert.True(t, utf8.ValidString(rep.Text))
 			roundTrip(t, rep)
 		}
@@ -576,18 +576,5 @@ func FuzzHashCache(f *testing.F) {
 			assert.Equal(t, e.sum, c.SHA256)
 			assert.Less(t, max(real.Mtime, real.Ctime), stamp-racyWindow, "the cache gave a racy entry for %s", key)
 		}
-	})
-}
-
-// namePattern is the rule ValidName checks.
-var namePattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
-
-// FuzzValidName holds ValidName to the rule it implements, namePattern.
-func FuzzValidName(f *testing.F) {
-	for _, s := range []string{"", "a", "a-1", "A", "1a", "a_b", "a.b", "ab-", strings.Repeat("a", MaxNameLen), strings.Repeat("a", MaxNameLen+1), "é", "a\n"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		assert.Equal(t, namePattern.MatchString(s), ValidName(s), "%q", s)
 	})
 }

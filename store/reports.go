@@ -3,6 +3,8 @@ package store
 import (
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/custodian-run/custodian/internal/names"
 )
 
 // ReportFormat is the format of a line of reports.jsonl.
@@ -55,7 +57,7 @@ func (r *Run) readReports(committed int) ([]Report, []byte, error) {
 		switch {
 		case rep.Number != i+1:
 			return nil, nil, untrusted(r.abs(rel), "line %d holds report %d", i+1, rep.Number)
-		case rep.Job != "" && !ValidName(rep.Job):
+		case rep.Job != "" && !names.Valid(rep.Job):
 			return nil, nil, untrusted(r.abs(rel), "line %d names job %q, which is not a name", i+1, rep.Job)
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"path"
 	"strconv"
 	"strings"
+
+	"github.com/custodian-run/custodian/internal/names"
 )
 
 // RoundFormat is the format of round.json this version reads and writes.
@@ -64,7 +66,7 @@ func (rd *Round) check(run string) error {
 		return fmt.Errorf("host %q holds a control character", rd.Host)
 	}
 	for i, l := range rd.Workers {
-		if !ValidName(l.Job) || l.Attempt < 1 || l.Launch < 1 || l.Process.Pid < 1 {
+		if !names.Valid(l.Job) || l.Attempt < 1 || l.Launch < 1 || l.Process.Pid < 1 {
 			return fmt.Errorf("workers[%d] is not a worker: job %q, attempt %d, launch %d, pid %d", i, l.Job, l.Attempt, l.Launch, l.Process.Pid)
 		}
 	}
@@ -135,7 +137,7 @@ func LaunchDir(job string, n int) string {
 // NextLaunch returns the number of a job's next launch: one past the
 // launches whose evidence is kept.
 func (r *Run) NextLaunch(job string) (int, error) {
-	if !ValidName(job) {
+	if !names.Valid(job) {
 		return 0, fmt.Errorf("launch of %q: not a job's name", job)
 	}
 	dir := statePath("jobs", job)
@@ -156,7 +158,7 @@ func (r *Run) NextLaunch(job string) (int, error) {
 // stderr as kept, then launch.json, which names them. It returns the
 // evidence's directory, run-relative.
 func (r *Run) SaveLaunch(l *Launch, stdout, stderr []byte) (string, error) {
-	if !ValidName(l.Job) || l.Launch < 1 {
+	if !names.Valid(l.Job) || l.Launch < 1 {
 		return "", fmt.Errorf("keep launch %d of %q: not a launch", l.Launch, l.Job)
 	}
 	l.Format, l.Run = LaunchFormat, r.Record.ID

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/custodian-run/custodian/internal/names"
 	"golang.org/x/sys/unix"
 )
 
@@ -172,18 +173,18 @@ func (rec *RunRecord) check(abs string) error {
 	switch {
 	case !isHex(rec.ID, 32):
 		return untrusted(abs, "its id %q is not 32 hex digits", rec.ID)
-	case !ValidName(rec.Definition):
+	case !names.Valid(rec.Definition):
 		return untrusted(abs, "its definition %q is not a name", rec.Definition)
 	case !validTime(rec.StartedAt):
 		return untrusted(abs, "its started_at %q is not a time", rec.StartedAt)
 	}
 	for _, key := range slices.Sorted(maps.Keys(rec.Params)) {
-		if !ValidName(key) {
+		if !names.Valid(key) {
 			return untrusted(abs, "its parameter %q is not a name", key)
 		}
 	}
 	for _, p := range rec.Patches {
-		if !ValidName(p) {
+		if !names.Valid(p) {
 			return untrusted(abs, "its patch %q is not a name", p)
 		}
 	}

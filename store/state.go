@@ -8,6 +8,8 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/custodian-run/custodian/internal/names"
 )
 
 // StateFormat is the format of state.json this version reads and writes.
@@ -290,7 +292,7 @@ func (s *State) check() error {
 		}
 	}
 	for _, name := range s.Named {
-		if !ValidName(name) {
+		if !names.Valid(name) {
 			return fmt.Errorf("named: %q is not a job's name", name)
 		}
 	}
@@ -300,17 +302,17 @@ func (s *State) check() error {
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(s.Effects)) {
-		if !ValidName(name) {
+		if !names.Valid(name) {
 			return fmt.Errorf("effects: %q is not an effect's name", name)
 		}
 	}
 	for _, name := range s.Unreached {
-		if !ValidName(name) {
+		if !names.Valid(name) {
 			return fmt.Errorf("unreached: %q is not an effect's name", name)
 		}
 	}
 	for _, name := range s.Patches {
-		if !ValidName(name) {
+		if !names.Valid(name) {
 			return fmt.Errorf("patches: %q is not a patch's name", name)
 		}
 	}
@@ -332,7 +334,7 @@ func (s *State) check() error {
 
 func (j *JobState) check(name string) error {
 	switch {
-	case !ValidName(name):
+	case !names.Valid(name):
 		return fmt.Errorf("%q is not a job's name", name)
 	case j == nil:
 		return fmt.Errorf("the job has no record")
@@ -411,7 +413,7 @@ func (m Move) check() error {
 		return fmt.Errorf("source %q is not a path inside the run", m.Source)
 	}
 	parts := strings.Split(m.Target, "/")
-	if !Clean(m.Target) || len(parts) != 5 || parts[0] != StateDir || parts[1] != "jobs" || !ValidName(parts[2]) || parts[3] != "kept" {
+	if !Clean(m.Target) || len(parts) != 5 || parts[0] != StateDir || parts[1] != "jobs" || !names.Valid(parts[2]) || parts[3] != "kept" {
 		return fmt.Errorf("target %q is not a path in %s/jobs/<job>/kept/", m.Target, StateDir)
 	}
 	if m.Identity == "" {

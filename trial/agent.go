@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 )
 
 // DefaultMaxRounds is how many steps an Agent takes when its script names no
@@ -24,12 +24,12 @@ var ErrMaxRounds = errors.New("the run did not end within the round limit")
 // the output, a problem report, or nothing. It returns an error only when
 // it could not do what it was scripted to do, or, made by LaunchFailed,
 // when the harness is scripted to fail the launch.
-type Behaviour func(h workflow.Handout) error
+type Behaviour func(h engine.Handout) error
 
 // Repair is a scripted repair of a block that permits one. It changes the run
 // directory within the repair scope and returns what it changed, in one
 // line, for the repair report: only the agent can tell the operator that.
-type Repair func(runDir string, b workflow.Block) (changed string, err error)
+type Repair func(runDir string, b engine.Block) (changed string, err error)
 
 // Script is what the scripted agent's harness does, decided in advance: how
 // each job's workers behave and which blocks it can repair. The agent itself
@@ -73,9 +73,9 @@ type Agent struct {
 
 // Transcript is the course of a drive.
 type Transcript struct {
-	Steps   []workflow.Outcome // every step's outcome, in order
-	Final   workflow.Outcome   // the last step's outcome
-	Reports []Report           // every report the agent made, in order
+	Steps   []engine.Outcome // every step's outcome, in order
+	Final   engine.Outcome   // the last step's outcome
+	Reports []Report         // every report the agent made, in order
 }
 
 // Course summarizes the steps in one line each: the outcome word, then the
@@ -158,20 +158,20 @@ func (d *drive) run() error {
 		d.t.Steps = append(d.t.Steps, out)
 		d.t.Final = out
 		switch out.Kind {
-		case workflow.KindLaunch:
+		case engine.KindLaunch:
 			for _, h := range out.Jobs {
 				if err := d.launch(h); err != nil {
 					return fmt.Errorf("round %d: %w", round, err)
 				}
 			}
-		case workflow.KindBlocked:
+		case engine.KindBlocked:
 			again, err := d.settle(out.Blocks)
 			if err != nil || !again {
 				return err
 			}
-		case workflow.KindUncertain:
+		case engine.KindUncertain:
 			return d.stop("", uncertainReason(out))
-		case workflow.KindDone:
+		case engine.KindDone:
 			d.logf("the run is finished")
 			return nil
 		default:
@@ -189,7 +189,7 @@ func (d *drive) run() error {
 func (d *drive) stepFailed(round int, err error) error {
 	err = fmt.Errorf("round %d: step: %w", round, err)
 	var exit *ExitError
-	if errors.As(err, &exit) && !workflow.Named(exit.Status) {
+	if errors.As(err, &exit) && !engine.Named(exit.Status) {
 		if rerr := d.stop("", fmt.Sprintf("step ended with exit status %d", exit.Status)); rerr != nil {
 			return errors.Join(err, rerr)
 		}
@@ -201,7 +201,7 @@ func (d *drive) stepFailed(round int, err error) error {
 // its prompt file, so it learns where to write from there; a hand-out that
 // names other paths than its prompt is a fault of the engine, not a course
 // of the loop.
-func (d *drive) launch(h workflow.Handout) error {
+func (d *drive) launch(h engine.Handout) error {
 	d.launches[h.Name]++
 	behave := d.Script.behaviour(h.Name, d.launches[h.Name])
 	h, err := followPrompt(h)
@@ -212,7 +212,7 @@ func (d *drive) launch(h workflow.Handout) error {
 	switch err := behave(h); {
 	case errors.As(err, &failed):
 		d.logf("worker %s: %v", h.Name, failed)
-		return d.report(workflow.ReportLaunchFailed, h.Name, failed.Text)
+		return d.report(engine.ReportLaunchFailed, h.Name, failed.Text)
 	case err != nil:
 		return fmt.Errorf("worker %s: %w", h.Name, err)
 	}
@@ -222,7 +222,7 @@ func (d *drive) launch(h workflow.Handout) error {
 
 // reply is the worker's one-line reply: the file it wrote. It is commentary
 // only; the agent never acts on it.
-func (d *drive) reply(h workflow.Handout) string {
+func (d *drive) reply(h engine.Handout) string {
 	var wrote []string
 	if exists(h.Output) {
 		wrote = append(wrote, d.rel(h.Output))
@@ -252,9 +252,9 @@ func exists(path string) bool {
 // block permits only stopping, or any lacks a repair the script can make,
 // the agent stops without changing anything; otherwise it makes every
 // repair, reports each, and steps again.
-func (d *drive) settle(blocks []workflow.Block) (again bool, err error) {
+func (d *drive) settle(blocks []engine.Block) (again bool, err error) {
 	for _, b := range blocks {
-		if b.Permitted != workflow.PermitRepair {
+		if b.Permitted != engine.PermitRepair {
 			return false, d.stop(jobOf(b.Subject), fmt.Sprintf("%s: %s; the block permits only stopping", b.Subject, b.Reason))
 		}
 	}
@@ -269,7 +269,7 @@ func (d *drive) settle(blocks []workflow.Block) (again bool, err error) {
 			return false, fmt.Errorf("repair %s: %w", b.Subject, err)
 		}
 		d.logf("repair %s: %s", b.Subject, changed)
-		if err := d.report(workflow.ReportRepair, jobOf(b.Subject), changed); err != nil {
+		if err := d.report(engine.ReportRepair, jobOf(b.Subject), changed); err != nil {
 			return false, err
 		}
 	}
@@ -278,15 +278,15 @@ func (d *drive) settle(blocks []workflow.Block) (again bool, err error) {
 
 // jobOf returns the job a subject names, and "" for the workflow and for
 // effects, which a report may not name with --job.
-func jobOf(subject workflow.Subject) string {
+func jobOf(subject engine.Subject) string {
 	job, _ := subject.Job()
 	return job
 }
 
-func uncertainReason(out workflow.Outcome) string {
+func uncertainReason(out engine.Outcome) string {
 	names := make([]string, 0, len(out.Effects))
 	for _, e := range out.Effects {
-		names = append(names, workflow.EffectSubject(e.Name).String())
+		names = append(names, engine.EffectSubject(e.Name).String())
 	}
 	return "it is uncertain whether " + strings.Join(names, ", ") + " took place"
 }
@@ -294,7 +294,7 @@ func uncertainReason(out workflow.Outcome) string {
 // stop reports that the agent stops, naming the job whose block caused it.
 // The report is the whole act, so it is also the whole log line.
 func (d *drive) stop(job, why string) error {
-	return d.report(workflow.ReportStop, job, why)
+	return d.report(engine.ReportStop, job, why)
 }
 
 func (d *drive) report(event, job, text string) error {
@@ -317,12 +317,12 @@ func (d *drive) logf(format string, args ...any) {
 // followPrompt does what a worker does first: it reads its prompt file and
 // finds where to write. A hand-out read from the text form names no paths
 // and gets them here; one that names them must agree with its prompt.
-func followPrompt(h workflow.Handout) (workflow.Handout, error) {
+func followPrompt(h engine.Handout) (engine.Handout, error) {
 	data, err := os.ReadFile(h.Prompt)
 	if err != nil {
 		return h, fmt.Errorf("read the prompt file: %w", err)
 	}
-	p, err := workflow.ParsePrompt(data)
+	p, err := engine.ParsePrompt(data)
 	if err != nil {
 		return h, fmt.Errorf("prompt file %s: %w", h.Prompt, err)
 	}
@@ -338,36 +338,36 @@ func followPrompt(h workflow.Handout) (workflow.Handout, error) {
 // Valid writes an output every trial validator accepts, except the ones
 // that demand more (retry's reconcile) or refuse everything (stop): a
 // heading named after the job and two points.
-func Valid(h workflow.Handout) error {
+func Valid(h engine.Handout) error {
 	return write(h.Output, fmt.Sprintf("# %s\n\n- a point\n- another point\n", h.Name))
 }
 
 // ValidWith returns a behaviour that writes text as the output, for a
 // worker that follows a prompt's extra demands.
 func ValidWith(text string) Behaviour {
-	return func(h workflow.Handout) error { return write(h.Output, text) }
+	return func(h engine.Handout) error { return write(h.Output, text) }
 }
 
 // Invalid writes one line without a heading, which the trial's validators
 // refuse.
-func Invalid(h workflow.Handout) error {
+func Invalid(h engine.Handout) error {
 	return write(h.Output, "a line without a heading\n")
 }
 
 // Nothing writes nothing: a worker that ended, or never started, without a
 // trace.
-func Nothing(workflow.Handout) error { return nil }
+func Nothing(engine.Handout) error { return nil }
 
 // Problem returns a behaviour that writes text as the worker's problem
 // report, and no output.
 func Problem(text string) Behaviour {
-	return func(h workflow.Handout) error { return write(h.Problem, text) }
+	return func(h engine.Handout) error { return write(h.Problem, text) }
 }
 
 // LaunchFailed returns a behaviour for a launch the harness fails with text:
 // no worker runs, and the agent reports launch-failed.
 func LaunchFailed(text string) Behaviour {
-	return func(workflow.Handout) error { return &LaunchError{Text: text} }
+	return func(engine.Handout) error { return &LaunchError{Text: text} }
 }
 
 // write creates the file's directory too, as a worker told to write a path
@@ -384,7 +384,7 @@ func write(path, text string) error {
 // look, and the repair copies them to notes.md. It puts an input in place
 // and writes no output content. Copying rather than moving keeps the file
 // setup placed, so the run's history stays whole.
-func PutNotesInPlace(runDir string, _ workflow.Block) (string, error) {
+func PutNotesInPlace(runDir string, _ engine.Block) (string, error) {
 	data, err := os.ReadFile(filepath.Join(runDir, "incoming", "notes.md"))
 	if err != nil {
 		return "", fmt.Errorf("put the notes in place: %w", err)

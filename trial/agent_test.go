@@ -14,6 +14,7 @@ import (
 	"github.com/custodian-run/custodian/store"
 	"github.com/custodian-run/custodian/trial"
 	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 )
 
 const (
@@ -32,7 +33,7 @@ func startTrial(t *testing.T, params workflow.Params) (trial.Runner, string) {
 	if params["scenario"] == "problem" {
 		writeFile(t, filepath.Join(dir, "incoming", "notes.md"), notesText)
 	}
-	o, err := workflow.Start(definitions.Builtin(), "trial", dir, params)
+	o, err := engine.Start(definitions.Builtin(), "trial", dir, params)
 	require.NoError(t, err)
 	return trial.InProcess(o), o.Dir()
 }
@@ -141,7 +142,7 @@ func TestAgentDrivesTrialScenarios(t *testing.T) {
 			name:   "stop-only permits no repair, even a scripted one",
 			params: workflow.Params{"scenario": "stop-only"},
 			script: trial.Script{Repairs: map[string]trial.Repair{
-				"assumptions": func(string, workflow.Block) (string, error) {
+				"assumptions": func(string, engine.Block) (string, error) {
 					repairedStopOnly++
 					return "removed the output", nil
 				},
@@ -192,16 +193,16 @@ type fakeRunner struct {
 }
 
 type fakeStep struct {
-	out workflow.Outcome
+	out engine.Outcome
 	err error
 }
 
 var errNoMoreSteps = errors.New("the fake runner has no more steps")
 
-func (f *fakeRunner) Step() (workflow.Outcome, error) {
+func (f *fakeRunner) Step() (engine.Outcome, error) {
 	if len(f.steps) == 0 {
 		if f.repeat == nil {
-			return workflow.Outcome{}, errNoMoreSteps
+			return engine.Outcome{}, errNoMoreSteps
 		}
 		return f.repeat.out, f.repeat.err
 	}
@@ -217,9 +218,9 @@ func (f *fakeRunner) Report(event, job, text string) error {
 
 // handout writes a prompt file for job in dir, as the engine would, and
 // returns the hand-out that names it.
-func handout(t *testing.T, dir, job string) workflow.Handout {
+func handout(t *testing.T, dir, job string) engine.Handout {
 	t.Helper()
-	h := workflow.Handout{
+	h := engine.Handout{
 		Name:    job,
 		Attempt: 1,
 		Prompt:  filepath.Join(dir, ".custodian", "jobs", job, "prompt-1.md"),
@@ -234,29 +235,29 @@ func handout(t *testing.T, dir, job string) workflow.Handout {
 	return h
 }
 
-func fakeLaunch(jobs ...workflow.Handout) fakeStep {
-	return fakeStep{out: workflow.Outcome{Kind: workflow.KindLaunch, Jobs: jobs}}
+func fakeLaunch(jobs ...engine.Handout) fakeStep {
+	return fakeStep{out: engine.Outcome{Kind: engine.KindLaunch, Jobs: jobs}}
 }
 
-func fakeBlocked(blocks ...workflow.Block) fakeStep {
-	return fakeStep{out: workflow.Outcome{Kind: workflow.KindBlocked, Blocks: blocks}}
+func fakeBlocked(blocks ...engine.Block) fakeStep {
+	return fakeStep{out: engine.Outcome{Kind: engine.KindBlocked, Blocks: blocks}}
 }
 
-var fakeDone = fakeStep{out: workflow.Outcome{Kind: workflow.KindDone}}
+var fakeDone = fakeStep{out: engine.Outcome{Kind: engine.KindDone}}
 
-func repairable(subject string) workflow.Block {
-	return workflow.Block{Subject: workflow.Subject(subject), Kind: workflow.BlockNoOutput, Reason: "no output, attempt 2 of 2", Permitted: workflow.PermitRepair}
+func repairable(subject string) engine.Block {
+	return engine.Block{Subject: engine.Subject(subject), Kind: engine.BlockNoOutput, Reason: "no output, attempt 2 of 2", Permitted: engine.PermitRepair}
 }
 
 func TestAgentFollowsTheLoop(t *testing.T) {
 	var repaired []string
-	repair := func(_ string, b workflow.Block) (string, error) {
+	repair := func(_ string, b engine.Block) (string, error) {
 		repaired = append(repaired, b.Subject.String())
 		return "fixed " + b.Subject.String(), nil
 	}
 	var behaved []string
 	behaviour := func(name string) trial.Behaviour {
-		return func(workflow.Handout) error { behaved = append(behaved, name); return nil }
+		return func(engine.Handout) error { behaved = append(behaved, name); return nil }
 	}
 	cases := []struct {
 		name     string
@@ -284,7 +285,7 @@ func TestAgentFollowsTheLoop(t *testing.T) {
 			name: "a block that permits only stopping stops the others' repairs",
 			steps: func(string) []fakeStep {
 				stop := repairable("effect publish")
-				stop.Permitted, stop.Reason = workflow.PermitStop, "the effect is completed and its inputs have changed since"
+				stop.Permitted, stop.Reason = engine.PermitStop, "the effect is completed and its inputs have changed since"
 				return []fakeStep{fakeBlocked(repairable("notes"), stop)}
 			},
 			script:  trial.Script{Repairs: map[string]trial.Repair{"notes": repair}},
@@ -305,7 +306,7 @@ func TestAgentFollowsTheLoop(t *testing.T) {
 		{
 			name: "an uncertain effect stops with a report",
 			steps: func(string) []fakeStep {
-				return []fakeStep{{out: workflow.Outcome{Kind: workflow.KindUncertain, Effects: []workflow.EffectState{{Name: "publish", Detail: "unknown"}}}}}
+				return []fakeStep{{out: engine.Outcome{Kind: engine.KindUncertain, Effects: []engine.EffectState{{Name: "publish", Detail: "unknown"}}}}}
 			},
 			reports: []trial.Report{{Event: "stop", Text: "it is uncertain whether effect publish took place"}},
 		},
@@ -436,11 +437,11 @@ func TestAgentLogsEachRound(t *testing.T) {
 
 func TestPutNotesInPlace(t *testing.T) {
 	dir := t.TempDir()
-	_, err := trial.PutNotesInPlace(dir, workflow.Block{Subject: "notes"})
+	_, err := trial.PutNotesInPlace(dir, engine.Block{Subject: "notes"})
 	require.ErrorIs(t, err, os.ErrNotExist, "nothing to put in place")
 
 	writeFile(t, filepath.Join(dir, "incoming", "notes.md"), notesText)
-	changed, err := trial.PutNotesInPlace(dir, workflow.Block{Subject: "notes"})
+	changed, err := trial.PutNotesInPlace(dir, engine.Block{Subject: "notes"})
 	require.NoError(t, err)
 	assert.Equal(t, "copied incoming/notes.md to notes.md", changed)
 	assert.Equal(t, notesText, readFile(t, filepath.Join(dir, "notes.md")))

@@ -10,7 +10,7 @@ import (
 
 	"github.com/custodian-run/custodian/definitions"
 	"github.com/custodian-run/custodian/trial"
-	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 )
 
 // buildCustodian builds the custodian binary into a temporary directory.
@@ -50,7 +50,7 @@ func TestThroughTheBinary(t *testing.T) {
 				return dir
 			}
 			inDir, binDir := setup(), setup()
-			o, err := workflow.Open(definitions.Builtin(), inDir)
+			o, err := engine.Open(definitions.Builtin(), inDir)
 			require.NoError(t, err)
 
 			inProcess, err := (&trial.Agent{Runner: trial.InProcess(o), RunDir: inDir, Script: trial.ScenarioScript(tc.scenario)}).Drive()

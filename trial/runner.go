@@ -9,7 +9,7 @@ import (
 	"os/exec"
 	"strings"
 
-	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 )
 
 // Runner is how the scripted agent reaches a run: the two commands an agent
@@ -17,18 +17,18 @@ import (
 // what only the agent can see. The agent needs nothing else, which is the
 // point: everything else is on disk.
 type Runner interface {
-	Step() (workflow.Outcome, error)
+	Step() (engine.Outcome, error)
 	Report(event, job, text string) error
 }
 
 // InProcess returns a Runner that calls the engine in this process. Tests use
 // it to drive a run without building the binary; each Step still reads every
 // record anew, as a fresh process would.
-func InProcess(o *workflow.Orchestrator) Runner { return inProcess{o} }
+func InProcess(o *engine.Run) Runner { return inProcess{o} }
 
-type inProcess struct{ o *workflow.Orchestrator }
+type inProcess struct{ o *engine.Run }
 
-func (r inProcess) Step() (workflow.Outcome, error) { return r.o.Step() }
+func (r inProcess) Step() (engine.Outcome, error) { return r.o.Step() }
 
 func (r inProcess) Report(event, job, text string) error {
 	_, err := r.o.Report(event, job, text)
@@ -83,19 +83,19 @@ type binary struct {
 	echo   io.Writer // optional: receives stdout as printed
 }
 
-func (b *binary) Step() (workflow.Outcome, error) {
+func (b *binary) Step() (engine.Outcome, error) {
 	args := []string{"step", b.runDir}
 	if b.json {
 		args = append(args, "--json")
 	}
 	stdout, err := b.run(args...)
 	if err != nil {
-		return workflow.Outcome{}, err
+		return engine.Outcome{}, err
 	}
 	if b.json {
 		return DecodeOutcome(stdout)
 	}
-	return workflow.ParseOutcome(string(stdout))
+	return engine.ParseOutcome(string(stdout))
 }
 
 func (b *binary) Report(event, job, text string) error {
@@ -133,14 +133,14 @@ func (b *binary) run(args ...string) ([]byte, error) {
 // strict on purpose: an unknown field, a second value or an unknown outcome
 // word means the binary and this package disagree on the format, and the
 // trial kit exists to find exactly that.
-func DecodeOutcome(data []byte) (workflow.Outcome, error) {
+func DecodeOutcome(data []byte) (engine.Outcome, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
-	var out workflow.Outcome
+	var out engine.Outcome
 	if err := dec.Decode(&out); err != nil {
-		return workflow.Outcome{}, fmt.Errorf("decode step --json output: %w", err)
+		return engine.Outcome{}, fmt.Errorf("decode step --json output: %w", err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return workflow.Outcome{}, fmt.Errorf("decode step --json output: more than one JSON value")
+		return engine.Outcome{}, fmt.Errorf("decode step --json output: more than one JSON value")
 	}
 	return out, nil
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/custodian-run/custodian/trial"
-	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 )
 
 // fakeBinary writes a shell script that records its arguments, prints
@@ -37,28 +37,28 @@ func fakeBinary(t *testing.T, stdout, stderr string, status int) (string, func()
 const runDir = "/abs/run"
 
 var (
-	launchOutcome = workflow.Outcome{Kind: workflow.KindLaunch, Jobs: []workflow.Handout{
+	launchOutcome = engine.Outcome{Kind: engine.KindLaunch, Jobs: []engine.Handout{
 		{Name: "assumptions", Attempt: 1, Prompt: runDir + "/.custodian/jobs/assumptions/prompt-1.md",
 			Output: runDir + "/assumptions.md", Problem: runDir + "/assumptions.problem.md", Launch: json.RawMessage(`{}`)},
 		{Name: "claims", Attempt: 2, Prompt: runDir + "/.custodian/jobs/claims/prompt-2.md",
 			Output: runDir + "/claims.md", Problem: runDir + "/claims.problem.md", Launch: json.RawMessage(`{"model":"small"}`)},
 	}}
-	blockedOutcome = workflow.Outcome{Kind: workflow.KindBlocked, Blocks: []workflow.Block{
-		{Subject: "claims", Kind: workflow.BlockNoOutput, Reason: "no output, attempt 2 of 2",
-			Record: runDir + "/.custodian/jobs/claims/block-1.md", Permitted: workflow.PermitRepair, Scope: "repair conditions"},
-		{Subject: "effect publish", Kind: workflow.BlockEffectInputsChanged, Reason: "the effect is completed and its inputs have changed since",
-			Record: runDir + "/.custodian/effect-blocks/publish.md", Permitted: workflow.PermitStop, Scope: "repair conditions"},
+	blockedOutcome = engine.Outcome{Kind: engine.KindBlocked, Blocks: []engine.Block{
+		{Subject: "claims", Kind: engine.BlockNoOutput, Reason: "no output, attempt 2 of 2",
+			Record: runDir + "/.custodian/jobs/claims/block-1.md", Permitted: engine.PermitRepair, Scope: "repair conditions"},
+		{Subject: "effect publish", Kind: engine.BlockEffectInputsChanged, Reason: "the effect is completed and its inputs have changed since",
+			Record: runDir + "/.custodian/effect-blocks/publish.md", Permitted: engine.PermitStop, Scope: "repair conditions"},
 	}}
-	uncertainOutcome = workflow.Outcome{Kind: workflow.KindUncertain,
-		Effects: []workflow.EffectState{{Name: "publish", Detail: "the effect started and its completion was not recorded"}},
-		Blocks: []workflow.Block{{Subject: "claims", Kind: workflow.BlockNoOutput, Reason: "no output, attempt 2 of 2",
-			Record: runDir + "/.custodian/jobs/claims/block-1.md", Permitted: workflow.PermitRepair, Scope: "repair conditions"}},
+	uncertainOutcome = engine.Outcome{Kind: engine.KindUncertain,
+		Effects: []engine.EffectState{{Name: "publish", Detail: "the effect started and its completion was not recorded"}},
+		Blocks: []engine.Block{{Subject: "claims", Kind: engine.BlockNoOutput, Reason: "no output, attempt 2 of 2",
+			Record: runDir + "/.custodian/jobs/claims/block-1.md", Permitted: engine.PermitRepair, Scope: "repair conditions"}},
 	}
-	doneOutcome = workflow.Outcome{Kind: workflow.KindDone}
+	doneOutcome = engine.Outcome{Kind: engine.KindDone}
 )
 
 func TestBinaryStepDecodesEachOutcome(t *testing.T) {
-	for _, want := range []workflow.Outcome{launchOutcome, blockedOutcome, uncertainOutcome, doneOutcome} {
+	for _, want := range []engine.Outcome{launchOutcome, blockedOutcome, uncertainOutcome, doneOutcome} {
 		t.Run(string(want.Kind), func(t *testing.T) {
 			// The engine's own encoder prints what the binary prints.
 			line, err := json.Marshal(want)
@@ -84,9 +84,9 @@ func TestBinaryStepDecodesTheDesignsObject(t *testing.T) {
 	got, err := trial.Binary(bin, runDir).Step()
 
 	require.NoError(t, err)
-	assert.Equal(t, workflow.Outcome{Kind: workflow.KindBlocked, Blocks: []workflow.Block{{
-		Subject: "notes", Kind: workflow.BlockProblemReport, Reason: "the worker wrote a problem report",
-		Record: "/abs/run/.custodian/jobs/notes/block-1.md", Permitted: workflow.PermitRepair, Scope: "put inputs in place",
+	assert.Equal(t, engine.Outcome{Kind: engine.KindBlocked, Blocks: []engine.Block{{
+		Subject: "notes", Kind: engine.BlockProblemReport, Reason: "the worker wrote a problem report",
+		Record: "/abs/run/.custodian/jobs/notes/block-1.md", Permitted: engine.PermitRepair, Scope: "put inputs in place",
 	}}}, got)
 }
 
@@ -162,14 +162,14 @@ func TestBinaryTextReadsWhatStepPrints(t *testing.T) {
 	cases := []struct {
 		name string
 		text string
-		want workflow.Outcome
+		want engine.Outcome
 	}{
 		{
 			name: "launch",
 			text: "launch\n" +
 				"- assumptions: `/abs/run/.custodian/jobs/assumptions/prompt-1.md`\n" +
 				"- claims: `/abs/run/.custodian/jobs/claims/prompt-1.md` launch={\"model\":\"small\"}\n",
-			want: workflow.Outcome{Kind: workflow.KindLaunch, Jobs: []workflow.Handout{
+			want: engine.Outcome{Kind: engine.KindLaunch, Jobs: []engine.Handout{
 				{Name: "assumptions", Prompt: "/abs/run/.custodian/jobs/assumptions/prompt-1.md", Launch: json.RawMessage(`{}`)},
 				{Name: "claims", Prompt: "/abs/run/.custodian/jobs/claims/prompt-1.md", Launch: json.RawMessage(`{"model":"small"}`)},
 			}},
@@ -183,11 +183,11 @@ func TestBinaryTextReadsWhatStepPrints(t *testing.T) {
 				"- effect publish: the effect is completed and its inputs have changed since\n" +
 				"  record: /abs/run/.custodian/effect-blocks/publish.md\n" +
 				"  permitted: stop and report to the operator\n",
-			want: workflow.Outcome{Kind: workflow.KindBlocked, Blocks: []workflow.Block{
+			want: engine.Outcome{Kind: engine.KindBlocked, Blocks: []engine.Block{
 				{Subject: "claims", Reason: "no output, attempt 2 of 2", Record: "/abs/run/.custodian/jobs/claims/block-1.md",
-					Permitted: workflow.PermitRepair, Scope: "repair conditions: a missing input"},
+					Permitted: engine.PermitRepair, Scope: "repair conditions: a missing input"},
 				{Subject: "effect publish", Reason: "the effect is completed and its inputs have changed since",
-					Record: "/abs/run/.custodian/effect-blocks/publish.md", Permitted: workflow.PermitStop},
+					Record: "/abs/run/.custodian/effect-blocks/publish.md", Permitted: engine.PermitStop},
 			}},
 		},
 		{
@@ -198,13 +198,13 @@ func TestBinaryTextReadsWhatStepPrints(t *testing.T) {
 				"  permitted: stop and report to the operator; the operator establishes what took place\n" +
 				"- also claims: no output, attempt 2 of 2\n" +
 				"  record: /abs/run/.custodian/jobs/claims/block-1.md\n",
-			want: workflow.Outcome{Kind: workflow.KindUncertain,
-				Effects: []workflow.EffectState{{Name: "publish", Detail: "the effect started and its completion was not recorded", Record: "/abs/run/.custodian/effect-blocks/publish.md"}},
-				Blocks: []workflow.Block{{Subject: "claims", Reason: "no output, attempt 2 of 2",
+			want: engine.Outcome{Kind: engine.KindUncertain,
+				Effects: []engine.EffectState{{Name: "publish", Detail: "the effect started and its completion was not recorded", Record: "/abs/run/.custodian/effect-blocks/publish.md"}},
+				Blocks: []engine.Block{{Subject: "claims", Reason: "no output, attempt 2 of 2",
 					Record: "/abs/run/.custodian/jobs/claims/block-1.md"}},
 			},
 		},
-		{name: "done", text: "done\n", want: workflow.Outcome{Kind: workflow.KindDone}},
+		{name: "done", text: "done\n", want: engine.Outcome{Kind: engine.KindDone}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

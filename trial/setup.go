@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 )
 
 // holdBegins bounds how long Setup waits for the background step of the
@@ -111,7 +112,7 @@ func Setup(reg *workflow.Registry, opts SetupOptions) (string, error) {
 			return "", err
 		}
 	}
-	o, err := workflow.Start(reg, DefinitionName, dir, params)
+	o, err := engine.Start(reg, DefinitionName, dir, params)
 	if err != nil {
 		return "", err
 	}
@@ -131,22 +132,22 @@ func Setup(reg *workflow.Registry, opts SetupOptions) (string, error) {
 func (opts SetupOptions) check() error {
 	switch {
 	case !slices.Contains(Scenarios, opts.Scenario):
-		return &workflow.RefusedError{
+		return &engine.RefusedError{
 			Reason: fmt.Sprintf("trial setup: %q is not a scenario of the trial definition", opts.Scenario),
 			Hint:   "the scenarios are: " + strings.Join(Scenarios, ", "),
 		}
 	case len(opts.Launch) > 0 && opts.Scenario != "parameters":
-		return &workflow.RefusedError{
+		return &engine.RefusedError{
 			Reason: fmt.Sprintf("trial setup: scenario %s takes no launch parameters", opts.Scenario),
 			Hint:   "launch parameters are for the parameters scenario",
 		}
 	case opts.Hold != 0 && opts.Scenario != "busy":
-		return &workflow.RefusedError{
+		return &engine.RefusedError{
 			Reason: fmt.Sprintf("trial setup: scenario %s holds no lock", opts.Scenario),
 			Hint:   "a hold is for the busy scenario",
 		}
 	case opts.Hold < 0:
-		return &workflow.RefusedError{Reason: fmt.Sprintf("trial setup: a hold of %d seconds", opts.Hold), Hint: "give a hold of one second or more"}
+		return &engine.RefusedError{Reason: fmt.Sprintf("trial setup: a hold of %d seconds", opts.Hold), Hint: "give a hold of one second or more"}
 	case opts.Scenario == "busy" && opts.Binary == "":
 		return errors.New("trial setup: the busy scenario needs the custodian binary to run a step in the background")
 	}
@@ -175,10 +176,10 @@ func setupDir(dir string) (string, error) {
 	case len(entries) == 0:
 		return abs, nil
 	}
-	if _, err := os.Stat(filepath.Join(abs, workflow.StateDir, "run.json")); err == nil {
-		return "", fmt.Errorf("trial setup %s: %w", abs, workflow.ErrExists)
+	if _, err := os.Stat(filepath.Join(abs, engine.StateDir, "run.json")); err == nil {
+		return "", fmt.Errorf("trial setup %s: %w", abs, engine.ErrExists)
 	}
-	return "", &workflow.RefusedError{
+	return "", &engine.RefusedError{
 		Reason: fmt.Sprintf("trial setup: %s is not empty", abs),
 		Hint:   "give --run a new or empty directory, or leave it out for a fresh one under runs/",
 	}

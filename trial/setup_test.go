@@ -16,6 +16,7 @@ import (
 	"github.com/custodian-run/custodian/store"
 	"github.com/custodian-run/custodian/trial"
 	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 )
 
 // setupParams reads the parameters a run set up by trial.Setup recorded.
@@ -92,7 +93,7 @@ func TestSetupPlacesWhatEachScenarioNeeds(t *testing.T) {
 			defer run.Close()
 			st, err := run.LoadState()
 			require.NoError(t, err)
-			want := store.NewState(workflow.InputStateVersion)
+			want := store.NewState(engine.InputStateVersion)
 			want.Run = run.Record.ID
 			assert.Equal(t, want, st, "setup ran a step")
 		})
@@ -133,12 +134,12 @@ func TestSetupRefuses(t *testing.T) {
 		opts trial.SetupOptions
 		want error // nil: any error
 	}{
-		{"an unknown scenario", trial.SetupOptions{Scenario: "nope"}, workflow.ErrRefused},
-		{"launch parameters outside parameters", trial.SetupOptions{Scenario: "clean", Launch: map[string]string{"a": "b"}}, workflow.ErrRefused},
-		{"a hold outside busy", trial.SetupOptions{Scenario: "clean", Hold: 5}, workflow.ErrRefused},
-		{"a negative hold", trial.SetupOptions{Scenario: "busy", Hold: -1, Binary: "custodian"}, workflow.ErrRefused},
+		{"an unknown scenario", trial.SetupOptions{Scenario: "nope"}, engine.ErrRefused},
+		{"launch parameters outside parameters", trial.SetupOptions{Scenario: "clean", Launch: map[string]string{"a": "b"}}, engine.ErrRefused},
+		{"a hold outside busy", trial.SetupOptions{Scenario: "clean", Hold: 5}, engine.ErrRefused},
+		{"a negative hold", trial.SetupOptions{Scenario: "busy", Hold: -1, Binary: "custodian"}, engine.ErrRefused},
 		{"a started run", trial.SetupOptions{Scenario: "clean", Dir: started}, store.ErrExists},
-		{"a directory with files", trial.SetupOptions{Scenario: "clean", Dir: full}, workflow.ErrRefused},
+		{"a directory with files", trial.SetupOptions{Scenario: "clean", Dir: full}, engine.ErrRefused},
 		{"busy without the binary", trial.SetupOptions{Scenario: "busy"}, nil},
 	}
 	for _, tt := range tests {

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 )
 
 // ErrNotAPrompt means a path is not the prompt file of a hand-out:
@@ -51,7 +51,7 @@ func LocatePrompt(path string) (PromptOf, error) {
 func Work(prompt PromptOf, path, scenario string) (string, error) {
 	script := ScenarioScript(scenario)
 	behave := script.behaviour(prompt.Job, prompt.Attempt)
-	h, err := followPrompt(workflow.Handout{Name: prompt.Job, Attempt: prompt.Attempt, Prompt: path})
+	h, err := followPrompt(engine.Handout{Name: prompt.Job, Attempt: prompt.Attempt, Prompt: path})
 	if err != nil {
 		return "", err
 	}

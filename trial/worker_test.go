@@ -8,7 +8,7 @@ import (
 
 	"github.com/custodian-run/custodian/definitions"
 	"github.com/custodian-run/custodian/trial"
-	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -62,7 +62,7 @@ func TestWork(t *testing.T) {
 			require.NoError(t, err)
 			prompt := filepath.Join(dir, ".custodian", "jobs", tc.job, "prompt-1.md")
 			require.NoError(t, os.MkdirAll(filepath.Dir(prompt), 0o755))
-			p := workflow.Prompt{Task: "Do it.", Output: filepath.Join(dir, filepath.FromSlash(tc.wrote)),
+			p := engine.Prompt{Task: "Do it.", Output: filepath.Join(dir, filepath.FromSlash(tc.wrote)),
 				Problem: filepath.Join(dir, tc.job+".problem.md")}
 			if tc.job == "notes" {
 				p.Output = filepath.Join(dir, "notes-summary.md")

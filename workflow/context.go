@@ -1,12 +1,39 @@
 package workflow
 
-import "path/filepath"
+import "github.com/custodian-run/custodian/workflow/internal/seam"
 
 // Context is what a definition's Run gets: the run it replays, and the calls
 // that name jobs, wait on them and run paths. Call its methods only from the
 // goroutine Run or a Parallel path runs on.
 type Context struct {
-	r *replay
+	r replayer
+	// handles are the jobs named in this step, by name: naming one again
+	// gives its first handle.
+	handles map[string]*Handle
+}
+
+// replayer is what a Context calls: package engine's replay of one step.
+// It ends the calling path itself where the rules say so (EndPath, a
+// broken rule, a failure), with runtime.Goexit, which nothing in the
+// definition can catch.
+type replayer interface {
+	RunDir() string
+	Path(rel string) string
+	Param(name string) string
+	Patched(name string) bool
+	// Agent judges the job and returns its output's absolute path and
+	// whether it is accepted.
+	Agent(j Job) (output string, accepted bool)
+	Effect(name string, do func() error, inputs []string, recognize Recognizer)
+	// RunPath runs fn as a path of its own and says whether it returned.
+	RunPath(fn func() any) (value any, finished bool)
+	EndPath()
+	Stop(reason string)
+	Fail(err error)
+}
+
+func init() {
+	seam.NewContext = func(r any) any { return &Context{r: r.(replayer), handles: map[string]*Handle{}} }
 }
 
 // Handle is a named job. It comes back from Agent at once; whether the job
@@ -14,7 +41,7 @@ type Context struct {
 type Handle struct {
 	ctx      *Context
 	name     string
-	output   string // run-relative: made absolute when asked for, which most definitions never do of most jobs
+	output   string // absolute
 	accepted bool
 }
 
@@ -22,7 +49,7 @@ type Handle struct {
 func (h *Handle) Name() string { return h.name }
 
 // Path returns the absolute path of the job's output.
-func (h *Handle) Path() string { return h.ctx.r.abs(h.output) }
+func (h *Handle) Path() string { return h.output }
 
 // Accepted says whether the job's output is accepted in this step.
 func (h *Handle) Accepted() bool { return h.accepted }
@@ -32,24 +59,38 @@ func (h *Handle) Accepted() bool { return h.accepted }
 func (h *Handle) Wait() string { return h.ctx.Wait(h)[0] }
 
 // RunDir returns the run directory, absolute.
-func (c *Context) RunDir() string { return c.r.dir }
+func (c *Context) RunDir() string { return c.r.RunDir() }
 
-// Path returns the absolute path of rel inside the run directory.
-func (c *Context) Path(rel string) string {
-	c.r.look(rel)
-	return filepath.Join(c.r.dir, filepath.FromSlash(rel))
-}
+// Path returns the absolute path of rel inside the run directory. A path
+// the definition asks for is one it looks at: when a replay that ran to
+// its end names fewer jobs while every such path holds what it held, the
+// definition's code, not the run's course, dropped them.
+func (c *Context) Path(rel string) string { return c.r.Path(rel) }
+
+// Param returns the run's parameter name, or its declared default. Reading
+// a parameter the definition does not declare is a definition error: a
+// parameter is part of a run's contract, which `custodian definitions`
+// shows and `start` checks.
+func (c *Context) Param(name string) string { return c.r.Param(name) }
+
+// Patched says whether the run was started by a binary whose definition
+// declared the patch name: true for runs started after the change the
+// patch names, so that they take the new code, and false for runs started
+// before it, which keep the old. name must be one of Definition.Patches.
+func (c *Context) Patched(name string) bool { return c.r.Patched(name) }
 
 // Agent names a job and returns its handle at once. A job that is not
 // accepted is handed out at the end of the step whether or not anything
-// waits on it. Naming a job again in one step returns the first handle, with
-// the first declaration's validator; naming another task under the same
-// name is a definition error.
+// waits on it. Naming a job again in one step returns a handle to the
+// first declaration, with its validator; naming another task under the
+// same name is a definition error.
 func (c *Context) Agent(j Job) *Handle {
-	h, err := c.r.agent(c, j)
-	if err != nil {
-		c.r.stopOn(err)
+	output, accepted := c.r.Agent(j)
+	if h := c.handles[j.Name]; h != nil {
+		return h
 	}
+	h := &Handle{ctx: c, name: j.Name, output: output, accepted: accepted}
+	c.handles[j.Name] = h
 	return h
 }
 
@@ -60,9 +101,9 @@ func (c *Context) Wait(handles ...*Handle) []string {
 	paths := make([]string, len(handles))
 	for i, h := range handles {
 		if !h.accepted {
-			c.r.endPath()
+			c.r.EndPath()
 		}
-		paths[i] = h.Path()
+		paths[i] = h.output
 	}
 	return paths
 }
@@ -97,12 +138,12 @@ func (c *Context) gather(paths []func() any) []any {
 	values := make([]any, len(paths))
 	all := true
 	for i, p := range paths {
-		v, finished := c.r.runPath(p)
+		v, finished := c.r.RunPath(p)
 		values[i] = v
 		all = all && finished
 	}
 	if !all {
-		c.r.endPath()
+		c.r.EndPath()
 	}
 	return values
 }
@@ -110,15 +151,9 @@ func (c *Context) gather(paths []func() any) []any {
 // Stop ends the calling path and stops the run: a block on workflow that
 // permits only stopping, until the operator releases it. Use it when no
 // repair within the scope can help.
-func (c *Context) Stop(reason string) {
-	c.r.fail(failure{stop: true, message: reason, place: "stop"})
-	c.r.endPath()
-}
+func (c *Context) Stop(reason string) { c.r.Stop(reason) }
 
 // Fail ends the calling path with err as a failure of the definition's code,
 // counted at the line that called Fail. It is Run's `return err` for code
 // deep in a path.
-func (c *Context) Fail(err error) {
-	c.r.fail(c.r.errorFailure(err, c.r.place(callers(2))))
-	c.r.endPath()
-}
+func (c *Context) Fail(err error) { c.r.Fail(err) }

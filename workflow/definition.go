@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/custodian-run/custodian/internal/names"
 )
 
 // DefaultRepairScope is what the agent orchestrator may do at a block that
@@ -89,32 +91,6 @@ type Definition struct {
 	Run func(ctx *Context) error
 }
 
-func (d *Definition) limits(p Params) (l Limits, err error) {
-	l = DefaultLimits
-	if d.Limits != nil {
-		defer func() {
-			if v := recover(); v != nil {
-				err = &DefinitionError{Definition: d.Name, Rule: fmt.Sprintf("its Limits panicked: %v", v)}
-			}
-		}()
-		l = d.Limits(p)
-	}
-	if l.Retries < 0 || l.Repairs < 0 || l.MaxOutput < 0 {
-		return l, &DefinitionError{Definition: d.Name, Rule: fmt.Sprintf("limits {Retries:%d Repairs:%d MaxOutput:%d}: no limit may be negative", l.Retries, l.Repairs, l.MaxOutput)}
-	}
-	if l.MaxOutput == 0 {
-		l.MaxOutput = DefaultMaxOutput
-	}
-	return l, nil
-}
-
-func (d *Definition) repairScope() string {
-	if d.RepairScope == "" {
-		return DefaultRepairScope
-	}
-	return d.RepairScope
-}
-
 // Registry maps definition names to definitions. A binary builds one from
 // the definitions it carries and hands it to the shell.
 type Registry struct {
@@ -138,8 +114,8 @@ func (r *Registry) Register(d *Definition) error {
 	switch {
 	case d == nil || d.Run == nil:
 		return fmt.Errorf("register definition: it has no Run function: %w", ErrDefinition)
-	case nameProblem("definition", d.Name) != "":
-		return fmt.Errorf("register definition: %s: %w", nameProblem("definition", d.Name), ErrDefinition)
+	case names.Problem("definition", d.Name) != "":
+		return fmt.Errorf("register definition: %s: %w", names.Problem("definition", d.Name), ErrDefinition)
 	case r.defs[d.Name] != nil:
 		return fmt.Errorf("register definition %s: the name is taken: %w", d.Name, ErrDefinition)
 	}

@@ -10,11 +10,12 @@ import (
 	"strings"
 
 	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 )
 
 // exampleRun starts a run of def in a fresh directory holding files, and
 // returns the run and a function that removes it.
-func exampleRun(def *workflow.Definition, files map[string]string) (*workflow.Orchestrator, func()) {
+func exampleRun(def *workflow.Definition, files map[string]string) (*engine.Run, func()) {
 	dir, err := os.MkdirTemp("", "custodian-example-")
 	if err != nil {
 		log.Fatal(err)
@@ -28,7 +29,7 @@ func exampleRun(def *workflow.Definition, files map[string]string) (*workflow.Or
 	if err != nil {
 		log.Fatal(err)
 	}
-	o, err := workflow.Start(reg, def.Name, dir, nil)
+	o, err := engine.Start(reg, def.Name, dir, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -37,7 +38,7 @@ func exampleRun(def *workflow.Definition, files map[string]string) (*workflow.Or
 
 // step runs one step and prints its outcome in a line: the outcome word and
 // the jobs it hands out, or the subjects it blocks on.
-func step(o *workflow.Orchestrator) workflow.Outcome {
+func step(o *engine.Run) engine.Outcome {
 	out, err := o.Step()
 	if err != nil {
 		log.Fatal(err)
@@ -54,7 +55,7 @@ func step(o *workflow.Orchestrator) workflow.Outcome {
 }
 
 // work plays the workers of a launch: each writes text to its output.
-func work(out workflow.Outcome, text string) {
+func work(out engine.Outcome, text string) {
 	for _, h := range out.Jobs {
 		if err := os.WriteFile(h.Output, []byte(text), 0o644); err != nil {
 			log.Fatal(err)
@@ -190,7 +191,7 @@ func ExampleRefuse() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	p, err := workflow.ParsePrompt(prompt)
+	p, err := engine.ParsePrompt(prompt)
 	if err != nil {
 		log.Fatal(err)
 	}

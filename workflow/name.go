@@ -3,28 +3,10 @@ package workflow
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"strings"
 
-	"github.com/custodian-run/custodian/store"
+	"github.com/custodian-run/custodian/internal/names"
 )
-
-// A name (of a definition, a job, an effect) is a plain lower-case
-// identifier of at most store.MaxNameLen characters: it is a path
-// component of the run's records and part of a subject's text.
-
-// nameProblem says what is wrong with a name, or "".
-func nameProblem(what, name string) string {
-	switch {
-	case store.ValidName(name):
-		return ""
-	case len(name) > store.MaxNameLen:
-		return fmt.Sprintf("%s name %q is %d characters long; a name has at most %d (workflow.JobName makes a short, stable name from data)",
-			what, name, len(name), store.MaxNameLen)
-	default:
-		return fmt.Sprintf("%s name %q is not a plain lower-case identifier ([a-z][a-z0-9-]*)", what, name)
-	}
-}
 
 // JobName makes a valid, stable name for a job from data, such as a file
 // name or an entry of a manifest: prefix, a dash, and key in lower case
@@ -36,7 +18,7 @@ func nameProblem(what, name string) string {
 func JobName(prefix, key string) string {
 	slug := slugify(key)
 	name := slugify(prefix) + "-" + slug
-	if !strings.HasPrefix(name, "-") && slug == key && store.ValidName(name) {
+	if !strings.HasPrefix(name, "-") && slug == key && names.Valid(name) {
 		return name
 	}
 	sum := sha256.Sum256([]byte(key))
@@ -45,7 +27,7 @@ func JobName(prefix, key string) string {
 	if head == "" || head[0] < 'a' || head[0] > 'z' {
 		head = "job" + strings.TrimPrefix("-"+head, "-")
 	}
-	room := store.MaxNameLen - len(head) - len(tag) - 2
+	room := names.MaxLen - len(head) - len(tag) - 2
 	if len(slug) > room {
 		slug = strings.TrimRight(slug[:max(room, 0)], "-")
 	}

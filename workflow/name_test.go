@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/custodian-run/custodian/store"
+	"github.com/custodian-run/custodian/internal/names"
 	"github.com/custodian-run/custodian/workflow"
 	"github.com/stretchr/testify/assert"
 )
@@ -26,7 +26,7 @@ func TestJobName(t *testing.T) {
 	}
 	for _, tc := range cases {
 		got := workflow.JobName(tc.prefix, tc.key)
-		assert.True(t, store.ValidName(got), "JobName(%q, %q) = %q is not a valid name", tc.prefix, tc.key, got)
+		assert.True(t, names.Valid(got), "JobName(%q, %q) = %q is not a valid name", tc.prefix, tc.key, got)
 		assert.True(t, strings.HasPrefix(got, tc.want), "JobName(%q, %q) = %q", tc.prefix, tc.key, got)
 		assert.Equal(t, got, workflow.JobName(tc.prefix, tc.key), "the same data gives the same name")
 	}
@@ -39,12 +39,4 @@ func TestJobName(t *testing.T) {
 		}
 		seen[name] = key
 	}
-}
-
-func TestDefinition_nameTooLong(t *testing.T) {
-	long := strings.Repeat("a", 70)
-	h := startRun(t, oneJob(workflow.Job{Name: long, Prompt: "p", Output: "a.md"}), nil)
-	_, err := h.o.Step()
-	assert.ErrorIs(t, err, workflow.ErrDefinition)
-	assert.ErrorContains(t, err, "is 70 characters long; a name has at most 63")
 }

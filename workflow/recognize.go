@@ -53,27 +53,3 @@ func (r Recognition) Reason() string { return r.reason }
 // says what took place. An error means it could not look; a recognizer that
 // looked and cannot tell returns Unknown, or Unknownf with what it found.
 type Recognizer func() (Recognition, error)
-
-// recognize asks a recognizer, turning its absence, its failure or a panic
-// into Unknown with the reason.
-func recognize(rec Recognizer) (result Recognition, why string) {
-	if rec == nil {
-		return Unknown, "the definition gives no recognizer"
-	}
-	defer func() {
-		if v := recover(); v != nil {
-			result, why = Unknown, fmt.Sprintf("the recognizer failed: %v", v)
-		}
-	}()
-	got, err := rec()
-	switch {
-	case err != nil:
-		return Unknown, "the recognizer failed: " + err.Error()
-	case got.fate != fateUnknown:
-		return got, ""
-	case got.reason != "":
-		return Unknown, "the recognizer established: " + got.reason
-	default:
-		return Unknown, "the recognizer could not establish whether it took place"
-	}
-}

@@ -22,7 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/custodian-run/custodian/trial"
-	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 )
 
 // contention is how long TestOneWriterWhateverHappensToTheLockFile contends
@@ -99,23 +99,23 @@ func (c *contenders) stepper(deadline time.Time) {
 			continue // the assertions find the step's output in c.ran
 		}
 		switch out.Kind {
-		case workflow.KindLaunch:
+		case engine.KindLaunch:
 			for _, h := range out.Jobs {
 				c.work(h.Output)
 			}
-		case workflow.KindBlocked:
+		case engine.KindBlocked:
 			for _, b := range out.Blocks {
 				job, ok := b.Subject.Job()
 				if !ok {
 					continue
 				}
-				if b.Permitted == workflow.PermitStop {
+				if b.Permitted == engine.PermitStop {
 					c.exec("release", c.dir, job)
 				} else if rel := trialOutputs[job]; rel != "" {
 					c.work(filepath.Join(c.dir, rel))
 				}
 			}
-		case workflow.KindDone:
+		case engine.KindDone:
 			c.mu.Lock()
 			c.revisions++
 			f, err := os.OpenFile(filepath.Join(c.dir, "source.md"), os.O_APPEND|os.O_WRONLY, 0)

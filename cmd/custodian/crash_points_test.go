@@ -15,7 +15,7 @@ import (
 	"testing"
 
 	"github.com/custodian-run/custodian/trial"
-	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -79,7 +79,7 @@ var commitPoints = map[string]bool{"run": true, "state": true, "report-state": t
 // reached, so that the list cannot outlive its reason.
 var unreachable = map[string]string{
 	"abandon": "the scripted run is never abandoned: abandoning ends it, and the script drives its run to the end; " +
-		"TestOrchestrator_Abandon covers it",
+		"TestRun_Abandon covers it",
 	"round": "written by custodian drive only, which the script does not run: it plays the agent orchestrator itself; " +
 		"the drive tests kill a drive inside a round (drive_test.go)",
 	"launch-output": "written by custodian drive only; see round",
@@ -174,16 +174,16 @@ func (d *scriptDriver) play() {
 			continue
 		}
 		switch out.Kind {
-		case workflow.KindLaunch:
+		case engine.KindLaunch:
 			for _, h := range out.Jobs {
 				d.work(h)
 			}
-		case workflow.KindBlocked:
+		case engine.KindBlocked:
 			d.settle(out.Blocks)
-		case workflow.KindUncertain:
-			d.report(workflow.ReportStop, "", "it is uncertain whether publish took place")
+		case engine.KindUncertain:
+			d.report(engine.ReportStop, "", "it is uncertain whether publish took place")
 			d.finishPublication()
-		case workflow.KindDone:
+		case engine.KindDone:
 			if d.revised {
 				d.readable()
 				return
@@ -218,17 +218,17 @@ func (d *scriptDriver) noRun() {
 // step runs `step RUN --json` and returns its outcome, or false when it
 // printed none: the process ended inside publish, or after its commit at
 // the crash point.
-func (d *scriptDriver) step() (workflow.Outcome, bool) {
+func (d *scriptDriver) step() (engine.Outcome, bool) {
 	d.t.Helper()
 	r, ended := d.command("step", d.dir, "--json")
 	switch {
 	case ended:
-		return workflow.Outcome{}, false
+		return engine.Outcome{}, false
 	case r.code == trial.PublishInterruptedStatus:
 		require.Empty(d.t, r.stdout)
 		require.Equal(d.t, "the process ended while publishing\n", r.stderr)
 		d.note("step: exit 9, the process ended while publishing", "")
-		return workflow.Outcome{}, false
+		return engine.Outcome{}, false
 	}
 	out, err := trial.DecodeOutcome([]byte(r.stdout))
 	require.NoError(d.t, err)
@@ -239,7 +239,7 @@ func (d *scriptDriver) step() (workflow.Outcome, bool) {
 
 // outcomeSummary is an outcome in a few words: the kind, and the jobs,
 // blocks or effects it names.
-func outcomeSummary(out workflow.Outcome) string {
+func outcomeSummary(out engine.Outcome) string {
 	parts := []string{string(out.Kind)}
 	for _, h := range out.Jobs {
 		parts = append(parts, fmt.Sprintf("%s#%d", h.Name, h.Attempt))
@@ -256,7 +256,7 @@ func outcomeSummary(out workflow.Outcome) string {
 // work is one scripted worker acting on a hand-out the engine made: it
 // reads where to write from the hand-out, whose prompt file must say the
 // same, and behaves as the job's n-th worker of this drive does.
-func (d *scriptDriver) work(h workflow.Handout) {
+func (d *scriptDriver) work(h engine.Handout) {
 	d.t.Helper()
 	prompt, err := os.ReadFile(h.Prompt)
 	require.NoError(d.t, err, "a hand-out without its prompt file")
@@ -289,20 +289,20 @@ func scriptWorker(job string, n int) (string, trial.Behaviour) {
 // permits only stopping, the agent stops and reports it, and the operator
 // takes over: a stopped job is released, and publish, whose input changed
 // after it completed, is withdrawn and resolved as absent.
-func (d *scriptDriver) settle(blocks []workflow.Block) {
+func (d *scriptDriver) settle(blocks []engine.Block) {
 	d.t.Helper()
-	i := slices.IndexFunc(blocks, func(b workflow.Block) bool { return b.Permitted == workflow.PermitStop })
+	i := slices.IndexFunc(blocks, func(b engine.Block) bool { return b.Permitted == engine.PermitStop })
 	if i < 0 {
 		for _, b := range blocks {
-			d.report(workflow.ReportRepair, blockJob(string(b.Subject)), "the next worker is told why the last attempt failed")
+			d.report(engine.ReportRepair, blockJob(string(b.Subject)), "the next worker is told why the last attempt failed")
 		}
 		return
 	}
-	d.report(workflow.ReportStop, blockJob(string(blocks[i].Subject)), blocks[i].Reason)
+	d.report(engine.ReportStop, blockJob(string(blocks[i].Subject)), blocks[i].Reason)
 	for _, b := range blocks[i:] {
 		switch {
-		case b.Permitted != workflow.PermitStop:
-		case b.Subject == "effect publish" && b.Kind == workflow.BlockEffectInputsChanged:
+		case b.Permitted != engine.PermitStop:
+		case b.Subject == "effect publish" && b.Kind == engine.BlockEffectInputsChanged:
 			d.withdrawPublication()
 			d.operator("resolve", d.dir, "publish", "absent")
 		case blockJob(string(b.Subject)) != "":

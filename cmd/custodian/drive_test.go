@@ -24,11 +24,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/custodian-run/custodian/workflow/engine"
 	"github.com/gofrs/flock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/custodian-run/custodian/workflow"
 )
 
 // The fake worker, built once by TestMain (driveBuilds), and the
@@ -325,16 +324,16 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // in launch order. It requires that a job's launches are launch-1 to
 // launch-N, each with launch.json, stdout and stderr, that launch.json
 // names its job and number, and that it keeps what launch.json says.
-func evidence(t *testing.T, dir string) map[string][]workflow.Launch {
+func evidence(t *testing.T, dir string) map[string][]engine.Launch {
 	t.Helper()
-	out := map[string][]workflow.Launch{}
-	jobs, err := os.ReadDir(filepath.Join(dir, workflow.StateDir, "jobs"))
+	out := map[string][]engine.Launch{}
+	jobs, err := os.ReadDir(filepath.Join(dir, engine.StateDir, "jobs"))
 	if errors.Is(err, os.ErrNotExist) {
 		return out // no job was ever handed out
 	}
 	require.NoError(t, err)
 	for _, job := range jobs {
-		entries, err := os.ReadDir(filepath.Join(dir, workflow.StateDir, "jobs", job.Name()))
+		entries, err := os.ReadDir(filepath.Join(dir, engine.StateDir, "jobs", job.Name()))
 		require.NoError(t, err)
 		var numbers []int
 		for _, e := range entries {
@@ -347,10 +346,10 @@ func evidence(t *testing.T, dir string) map[string][]workflow.Launch {
 		sort.Ints(numbers)
 		for i, n := range numbers {
 			require.Equal(t, i+1, n, "the launches of %s are not numbered 1 to N: %v", job.Name(), numbers)
-			ldir := filepath.Join(dir, workflow.StateDir, "jobs", job.Name(), "launch-"+strconv.Itoa(n))
+			ldir := filepath.Join(dir, engine.StateDir, "jobs", job.Name(), "launch-"+strconv.Itoa(n))
 			data, err := os.ReadFile(filepath.Join(ldir, "launch.json"))
 			require.NoError(t, err)
-			var l workflow.Launch
+			var l engine.Launch
 			require.NoError(t, json.Unmarshal(data, &l), "%s", data)
 			stdout, err := os.ReadFile(filepath.Join(ldir, "stdout"))
 			require.NoError(t, err)
@@ -369,7 +368,7 @@ func evidence(t *testing.T, dir string) map[string][]workflow.Launch {
 }
 
 // launchCounts returns how many launches of each job have evidence.
-func launchCounts(ev map[string][]workflow.Launch) map[string]int {
+func launchCounts(ev map[string][]engine.Launch) map[string]int {
 	out := map[string]int{}
 	for job, ls := range ev {
 		out[job] = len(ls)
@@ -381,7 +380,7 @@ func launchCounts(ev map[string][]workflow.Launch) map[string]int {
 // launches want counts, by job, made by profile, and that every fake
 // worker that started (by h's log) is the process of a launch of its job,
 // and every launch that did not fail to start one that started.
-func checkEvidence(t *testing.T, dir, profile string, h *harness, want map[string]int) map[string][]workflow.Launch {
+func checkEvidence(t *testing.T, dir, profile string, h *harness, want map[string]int) map[string][]engine.Launch {
 	t.Helper()
 	ev := evidence(t, dir)
 	require.Equal(t, want, launchCounts(ev), "launches with evidence, by job")
@@ -591,7 +590,7 @@ func driveBusy(t *testing.T, dir string, h *harness, profile string, r result) {
 	assert.Empty(t, evidence(t, dir), "a refused drive launched")
 
 	// Wait for the held step the way it holds the run: by its lock.
-	lock := flock.New(filepath.Join(dir, workflow.StateDir, "lock"))
+	lock := flock.New(filepath.Join(dir, engine.StateDir, "lock"))
 	require.NoError(t, lock.Lock())
 	require.NoError(t, lock.Unlock())
 	r = driveRun(t, binary, h, dir, profile)
@@ -698,7 +697,7 @@ func TestDriveTimeoutsEndTheWholeGroup(t *testing.T) {
 			assert.Equal(t, "finished", ev["claims"][1].Outcome, "claims launch 2")
 			assert.Equal(t, 2, ev["claims"][1].Attempt, "a worker ended by a watchdog loses its attempt")
 
-			stderr, err := os.ReadFile(filepath.Join(dir, workflow.StateDir, "jobs", "claims", "launch-1", "stderr"))
+			stderr, err := os.ReadFile(filepath.Join(dir, engine.StateDir, "jobs", "claims", "launch-1", "stderr"))
 			require.NoError(t, err)
 			child := spawned(t, string(stderr))
 			var worker int
@@ -788,7 +787,7 @@ func TestDriveUsageLimit(t *testing.T) {
 			assert.Equal(t, limited.Command, again.Command, "the relaunch is the same command, with the same prompt file")
 			assert.True(t, slices.ContainsFunc(again.Command, func(a string) bool { return strings.Contains(a, "prompt-1.md") }),
 				"the relaunch is given prompt-1.md: %q", again.Command)
-			assert.NoFileExists(t, filepath.Join(dir, workflow.StateDir, "jobs", "claims", "prompt-2.md"))
+			assert.NoFileExists(t, filepath.Join(dir, engine.StateDir, "jobs", "claims", "prompt-2.md"))
 			ended, err := time.Parse(time.RFC3339Nano, limited.EndedAt)
 			require.NoError(t, err)
 			began, err := time.Parse(time.RFC3339Nano, again.StartedAt)
@@ -817,13 +816,13 @@ func TestDriveUsageLimit(t *testing.T) {
 // workers leased, and the workers' log n starts.
 func waitLeased(t *testing.T, dir string, h *harness, n int) {
 	t.Helper()
-	path := filepath.Join(dir, workflow.StateDir, "round.json")
+	path := filepath.Join(dir, engine.StateDir, "round.json")
 	waitFor(t, fmt.Sprintf("%d workers leased and started", n), func() bool {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return false
 		}
-		var rd workflow.Round
+		var rd engine.Round
 		if json.Unmarshal(data, &rd) != nil {
 			return false
 		}
@@ -916,10 +915,10 @@ func TestDriveJSON(t *testing.T) {
 	tests := []struct {
 		scenario string
 		code     int
-		kind     workflow.Kind
+		kind     engine.Kind
 	}{
-		{"clean", 0, workflow.KindDone},
-		{"stop-only", 10, workflow.KindBlocked},
+		{"clean", 0, engine.KindDone},
+		{"stop-only", 10, engine.KindBlocked},
 	}
 	for _, tt := range tests {
 		t.Run(tt.scenario, func(t *testing.T) {
@@ -940,7 +939,7 @@ func TestDriveJSON(t *testing.T) {
 			}
 			all := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
 			last := all[len(all)-1]
-			var out workflow.Outcome
+			var out engine.Outcome
 			require.NoError(t, out.UnmarshalJSON([]byte(last)), "the last line is not an outcome: %q", last)
 			assert.Equal(t, tt.kind, out.Kind)
 			assert.Equal(t, last+"\n", ok(t, "step", dir, "--json"), "the last line against step --json after drive")

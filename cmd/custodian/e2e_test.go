@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/custodian-run/custodian/trial"
-	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 )
 
 var update = flag.Bool("update", false, "rewrite the transcripts under testdata/e2e from what the binary prints now")
@@ -175,7 +175,7 @@ func (s *session) variantExec(variant string, args ...string) result {
 			s.t.Errorf("%s printed %q, which a transcript would read as a command or a heading", command, line)
 		}
 	}
-	if r.code >= workflow.ExitFailed && r.code <= workflow.ExitDefinition {
+	if r.code >= engine.ExitFailed && r.code <= engine.ExitDefinition {
 		assert.Empty(s.t, r.stdout, "%s failed and printed on stdout", command)
 		for _, line := range strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n") {
 			assert.True(s.t, strings.HasPrefix(line, prog+": "), "%s: stderr line %q does not begin %q", command, line, prog+": ")
@@ -186,13 +186,13 @@ func (s *session) variantExec(variant string, args ...string) result {
 
 // Step runs `custodian step RUN` for the scripted agent and reads what it
 // printed, as an agent orchestrator reads it.
-func (s *session) Step() (workflow.Outcome, error) {
+func (s *session) Step() (engine.Outcome, error) {
 	args := []string{"step", s.run}
 	r := s.exec(args...)
 	if r.code != 0 {
-		return workflow.Outcome{}, &trial.ExitError{Args: args, Status: r.code, Stdout: r.stdout, Stderr: r.stderr}
+		return engine.Outcome{}, &trial.ExitError{Args: args, Status: r.code, Stdout: r.stdout, Stderr: r.stderr}
 	}
-	return workflow.ParseOutcome(r.stdout)
+	return engine.ParseOutcome(r.stdout)
 }
 
 // Report runs `custodian report RUN EVENT [--job JOB] --text TEXT` for the
@@ -224,15 +224,15 @@ func (s *session) ending(tr trial.Transcript, err error) string {
 	if err != nil {
 		var exit *trial.ExitError
 		require.ErrorAs(s.t, err, &exit, "the scripted agent could not follow the loop")
-		if exit.Status >= workflow.ExitFailed && exit.Status <= workflow.ExitDefinition {
+		if exit.Status >= engine.ExitFailed && exit.Status <= engine.ExitDefinition {
 			return "the agent ends: it tells the operator what the command printed"
 		}
 		return "the agent stops: it gives the operator the exit status and everything the command printed"
 	}
 	switch {
-	case tr.Final.Kind == workflow.KindDone:
+	case tr.Final.Kind == engine.KindDone:
 		return "the agent ends: it tells the operator that the run is finished"
-	case len(tr.Reports) > 0 && tr.Reports[len(tr.Reports)-1].Event == workflow.ReportStop:
+	case len(tr.Reports) > 0 && tr.Reports[len(tr.Reports)-1].Event == engine.ReportStop:
 		return "the agent stops: it gives the operator the last step output, exactly as printed"
 	}
 	require.Failf(s.t, "the scripted agent ended without a cause", "final outcome %s", tr.Final.Kind)
@@ -280,7 +280,7 @@ const refusedHeading = "## Why the previous attempt was refused"
 // worker writes what a scripted worker read in its prompt about an
 // earlier refusal, and what it wrote.
 func (s *session) worker(b trial.Behaviour) trial.Behaviour {
-	return func(h workflow.Handout) error {
+	return func(h engine.Handout) error {
 		if _, why, ok := strings.Cut(fileText(s.t, h.Prompt), "\n"+refusedHeading+"\n"); ok {
 			s.tr.comment("worker %s: its prompt ends %q:\n  %s", h.Name, refusedHeading,
 				strings.ReplaceAll(strings.TrimSpace(why), "\n", "\n  "))
@@ -307,7 +307,7 @@ func (s *session) worker(b trial.Behaviour) trial.Behaviour {
 
 // repair writes what the agent changed to repair a block.
 func (s *session) repair(r trial.Repair) trial.Repair {
-	return func(dir string, b workflow.Block) (string, error) {
+	return func(dir string, b engine.Block) (string, error) {
 		changed, err := r(dir, b)
 		if err == nil {
 			s.tr.comment("the agent repairs %s: %s", b.Subject, changed)

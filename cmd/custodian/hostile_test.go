@@ -24,6 +24,7 @@ import (
 	"github.com/custodian-run/custodian/definitions"
 	"github.com/custodian-run/custodian/trial"
 	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 )
 
 // The run directory is hostile ground (issue 8): workers write anything in
@@ -65,7 +66,7 @@ func runWithin(t *testing.T, limit time.Duration, args ...string) (result, time.
 
 // stepWithin runs `step dir --json` with a time limit, requires exit status
 // 0 and returns the outcome and how long the step took.
-func stepWithin(t *testing.T, dir string) (workflow.Outcome, time.Duration) {
+func stepWithin(t *testing.T, dir string) (engine.Outcome, time.Duration) {
 	t.Helper()
 	r, elapsed := runWithin(t, killAfter, "step", dir, "--json")
 	require.Equal(t, 0, r.code, "step: %s", r.stderr)
@@ -81,16 +82,16 @@ func writeText(t *testing.T, path, text string) {
 }
 
 // blockOf returns the block of subject in out, failing when there is none.
-func blockOf(t *testing.T, out workflow.Outcome, subject string) workflow.Block {
+func blockOf(t *testing.T, out engine.Outcome, subject string) engine.Block {
 	t.Helper()
-	require.Equal(t, workflow.KindBlocked, out.Kind, "outcome %+v", out)
+	require.Equal(t, engine.KindBlocked, out.Kind, "outcome %+v", out)
 	for _, b := range out.Blocks {
 		if string(b.Subject) == subject {
 			return b
 		}
 	}
 	require.Failf(t, "no block", "the outcome blocks no %s: %+v", subject, out.Blocks)
-	return workflow.Block{}
+	return engine.Block{}
 }
 
 // keptFiles returns the absolute paths of the files kept for job, in the
@@ -263,7 +264,7 @@ func TestOutputThatIsNotARegularFileIsRefusedAndKept(t *testing.T) {
 			keptOK, untouched := tt.plant(t, dir, output)
 
 			out, _ := stepWithin(t, dir)
-			require.Equal(t, workflow.KindLaunch, out.Kind)
+			require.Equal(t, engine.KindLaunch, out.Kind)
 			require.Equal(t, []string{"claims"}, handedOut(out), "assumptions' valid output was not accepted, or claims not handed out again")
 			assert.Equal(t, 2, out.Jobs[0].Attempt)
 			logHas(t, dir, "refused claims, attempt 1 (output-not-regular): the output is "+tt.kind)
@@ -279,7 +280,7 @@ func TestOutputThatIsNotARegularFileIsRefusedAndKept(t *testing.T) {
 			keptOK, untouched2 := tt.plant(t, dir, output)
 			out, _ = stepWithin(t, dir)
 			b := blockOf(t, out, "claims")
-			assert.Equal(t, workflow.BlockOutputNotRegular, b.Kind)
+			assert.Equal(t, engine.BlockOutputNotRegular, b.Kind)
 			kept = keptFiles(t, dir, "claims")
 			require.Len(t, kept, 2, "the second refused output was not kept at the block")
 			keptOK(t, kept[1])
@@ -330,7 +331,7 @@ func TestAcceptedOutputReplacedByALinkIsReopened(t *testing.T) {
 	require.NoError(t, os.Symlink(target, output))
 
 	out, _ := stepWithin(t, dir)
-	require.Equal(t, workflow.KindLaunch, out.Kind)
+	require.Equal(t, engine.KindLaunch, out.Kind)
 	assert.Contains(t, handedOut(out), "claims", "the job whose output became a link was not reopened")
 	logHas(t, dir, "reopened claims: its output was replaced by a symbolic link")
 	kept := keptFiles(t, dir, "claims")
@@ -437,7 +438,7 @@ func TestProblemReportThatIsNotARegularFileIsNotRead(t *testing.T) {
 			out, err := trial.DecodeOutcome([]byte(r.stdout))
 			require.NoError(t, err)
 			b := blockOf(t, out, "claims")
-			assert.Equal(t, workflow.BlockProblemReport, b.Kind)
+			assert.Equal(t, engine.BlockProblemReport, b.Kind)
 
 			record, err := os.ReadFile(b.Record)
 			require.NoError(t, err)
@@ -486,7 +487,7 @@ func TestHugeSparseOutputIsRefusedUnread(t *testing.T) {
 	plant()
 	out, elapsed = stepWithin(t, dir)
 	assert.Less(t, elapsed, quick, "the step read the huge output")
-	assert.Equal(t, workflow.BlockOutputTooLarge, blockOf(t, out, "claims").Kind)
+	assert.Equal(t, engine.BlockOutputTooLarge, blockOf(t, out, "claims").Kind)
 	kept = keptFiles(t, dir, "claims")
 	require.Len(t, kept, 2, "the huge output was not kept at the block")
 	assertSize(t, kept[1], size)
@@ -682,7 +683,7 @@ func TestRecordsThatDisagreeRefuseEveryCommand(t *testing.T) {
 func twoSteps(t *testing.T, dir string) {
 	t.Helper()
 	out := stepJSON(t, dir)
-	require.Equal(t, workflow.KindLaunch, out.Kind)
+	require.Equal(t, engine.KindLaunch, out.Kind)
 	for _, h := range out.Jobs {
 		writeText(t, h.Output, validOutput)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/custodian-run/custodian/trial"
-	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 )
 
 // A team ships a new binary while runs of the old one are live. These tests
@@ -87,7 +87,7 @@ func redefStart(t *testing.T, variant string) string {
 
 // redefStep runs `step RUN --json` with the build of variant and decodes
 // the outcome.
-func redefStep(t *testing.T, variant, dir string) workflow.Outcome {
+func redefStep(t *testing.T, variant, dir string) engine.Outcome {
 	t.Helper()
 	out, err := trial.DecodeOutcome([]byte(redefOK(t, variant, "step", dir, "--json")))
 	require.NoError(t, err)
@@ -96,7 +96,7 @@ func redefStep(t *testing.T, variant, dir string) workflow.Outcome {
 
 // redefWork acts as the workers of a launch: each writes a valid output
 // where its hand-out says.
-func redefWork(t *testing.T, out workflow.Outcome) {
+func redefWork(t *testing.T, out engine.Outcome) {
 	t.Helper()
 	for _, h := range out.Jobs {
 		require.NoError(t, trial.Valid(h))
@@ -110,10 +110,10 @@ func redefFinish(t *testing.T, variant, dir string) []string {
 	var handed []string
 	for range 10 {
 		out := redefStep(t, variant, dir)
-		if out.Kind == workflow.KindDone {
+		if out.Kind == engine.KindDone {
 			return handed
 		}
-		require.Equal(t, workflow.KindLaunch, out.Kind, "custodian@%s step: %+v", variant, out)
+		require.Equal(t, engine.KindLaunch, out.Kind, "custodian@%s step: %+v", variant, out)
 		redefWork(t, out)
 		handed = append(handed, handedOut(out)...)
 	}
@@ -133,7 +133,7 @@ func redefDone(t *testing.T) string {
 // variant, requires that neither changed a byte of any file under the run,
 // .custodian/ included, and that both say the same, and returns the text
 // and the decoded check.
-func redefCheck(t *testing.T, variant, dir string) (string, workflow.Check) {
+func redefCheck(t *testing.T, variant, dir string) (string, engine.Check) {
 	t.Helper()
 	text, c := redefCheckTwice(t, variant, dir)
 	// The object says what the text says: written as text, it is the text.
@@ -146,7 +146,7 @@ func redefCheck(t *testing.T, variant, dir string) (string, workflow.Check) {
 // redefCheckTwice runs `check RUN` and `check RUN --json` with the build
 // of variant, requires that neither changed a byte of any file under the
 // run, .custodian/ included, and returns the text and the decoded check.
-func redefCheckTwice(t *testing.T, variant, dir string) (string, workflow.Check) {
+func redefCheckTwice(t *testing.T, variant, dir string) (string, engine.Check) {
 	t.Helper()
 	before := files(t, dir)
 	text := redefOK(t, variant, "check", dir)
@@ -154,7 +154,7 @@ func redefCheckTwice(t *testing.T, variant, dir string) (string, workflow.Check)
 	data := redefOK(t, variant, "check", dir, "--json")
 	assert.Equal(t, before, files(t, dir), "check --json wrote in the run")
 
-	var c workflow.Check
+	var c engine.Check
 	dec := json.NewDecoder(strings.NewReader(data))
 	dec.DisallowUnknownFields()
 	require.NoError(t, dec.Decode(&c), data)
@@ -206,18 +206,18 @@ func redefStepWrote(t *testing.T, before, after map[string]string, blocked bool)
 // redefItem is a line that check must print: a subject and what its reason
 // says.
 type redefItem struct {
-	subject workflow.Subject
+	subject engine.Subject
 	reason  string // a part of the reason
 }
 
 // redefItemsAre requires that check listed exactly these items, in order.
-func redefItemsAre(t *testing.T, c workflow.Check, want []redefItem) {
+func redefItemsAre(t *testing.T, c engine.Check, want []redefItem) {
 	t.Helper()
-	var subjects []workflow.Subject
+	var subjects []engine.Subject
 	for _, it := range c.Items {
 		subjects = append(subjects, it.Subject)
 	}
-	var wantSubjects []workflow.Subject
+	var wantSubjects []engine.Subject
 	for _, w := range want {
 		wantSubjects = append(wantSubjects, w.subject)
 	}
@@ -231,14 +231,14 @@ func redefItemsAre(t *testing.T, c workflow.Check, want []redefItem) {
 
 // redefBlockedOnDefinition requires that out is the definition-changed
 // block, naming each subject, and returns its record's text.
-func redefBlockedOnDefinition(t *testing.T, out workflow.Outcome, subjects ...string) string {
+func redefBlockedOnDefinition(t *testing.T, out engine.Outcome, subjects ...string) string {
 	t.Helper()
-	require.Equal(t, workflow.KindBlocked, out.Kind, "%+v", out)
+	require.Equal(t, engine.KindBlocked, out.Kind, "%+v", out)
 	require.Len(t, out.Blocks, 1)
 	b := out.Blocks[0]
-	assert.Equal(t, workflow.WorkflowSubject, b.Subject)
-	assert.Equal(t, workflow.BlockDefinitionChanged, b.Kind)
-	assert.Equal(t, workflow.PermitStop, b.Permitted)
+	assert.Equal(t, engine.WorkflowSubject, b.Subject)
+	assert.Equal(t, engine.BlockDefinitionChanged, b.Kind)
+	assert.Equal(t, engine.PermitStop, b.Permitted)
 	for _, s := range subjects {
 		assert.Contains(t, b.Reason, s)
 	}
@@ -334,7 +334,7 @@ func TestDefinitionChangedThroughTheBinary(t *testing.T) {
 			t.Parallel()
 			dir := redefDone(t)
 			for _, v := range tt.earlier {
-				require.Equal(t, workflow.KindDone, redefStep(t, v, dir).Kind, "custodian@%s step", v)
+				require.Equal(t, engine.KindDone, redefStep(t, v, dir).Kind, "custodian@%s step", v)
 			}
 
 			text, c := redefCheck(t, tt.variant, dir)
@@ -343,9 +343,9 @@ func TestDefinitionChangedThroughTheBinary(t *testing.T) {
 			require.NotNil(t, c.Next, text)
 
 			if len(tt.blocks) == 0 {
-				assert.Equal(t, workflow.KindDone, c.Next.Kind, text)
+				assert.Equal(t, engine.KindDone, c.Next.Kind, text)
 				before := files(t, dir)
-				assert.Equal(t, workflow.KindDone, redefStep(t, tt.variant, dir).Kind)
+				assert.Equal(t, engine.KindDone, redefStep(t, tt.variant, dir).Kind)
 				redefStepWrote(t, before, files(t, dir), false)
 				text, _ := redefCheck(t, tt.variant, dir)
 				assert.Equal(t, "unchanged\nnext step: done\n", text, "the step left a change for the next")
@@ -355,7 +355,7 @@ func TestDefinitionChangedThroughTheBinary(t *testing.T) {
 			// Check foresees the block; every step gives it, changes
 			// nothing the step may not change, and moves nothing, until
 			// the operator releases the workflow.
-			assert.Equal(t, workflow.KindBlocked, c.Next.Kind, text)
+			assert.Equal(t, engine.KindBlocked, c.Next.Kind, text)
 			for i := range 2 {
 				before := files(t, dir)
 				out := redefStep(t, tt.variant, dir)
@@ -373,12 +373,12 @@ func TestDefinitionChangedThroughTheBinary(t *testing.T) {
 			out := redefStep(t, tt.variant, dir)
 			if tt.reopened == nil {
 				// Nothing to make again: the job is dropped, its output kept.
-				assert.Equal(t, workflow.KindDone, out.Kind, "%+v", out)
+				assert.Equal(t, engine.KindDone, out.Kind, "%+v", out)
 				text, _ = redefCheck(t, tt.variant, dir)
 				assert.Equal(t, "unchanged\nnext step: done\n", text)
 				return
 			}
-			require.Equal(t, workflow.KindLaunch, out.Kind, "%+v", out)
+			require.Equal(t, engine.KindLaunch, out.Kind, "%+v", out)
 			assert.Equal(t, tt.reopened, handedOut(out))
 			assert.JSONEq(t, tt.launch, string(out.Jobs[0].Launch))
 			redefWork(t, out)
@@ -404,10 +404,10 @@ func TestDefinitionChangedStatusSaysWhatToDo(t *testing.T) {
 	assert.Contains(t, status, "\nagent orchestrator: stop and report it: a block permits only stopping (workflow)\n")
 	assert.Regexp(t, `\noperator: read `+regexp.QuoteMeta(record)+`; .*custodian release `+regexp.QuoteMeta(dir)+` workflow\n$`, status)
 
-	var s workflow.Status
+	var s engine.Status
 	require.NoError(t, json.Unmarshal([]byte(redefOK(t, "prompt", "status", dir, "--json")), &s))
 	require.NotNil(t, s.Workflow)
-	assert.Equal(t, workflow.BlockDefinitionChanged, s.Workflow.Kind)
+	assert.Equal(t, engine.BlockDefinitionChanged, s.Workflow.Kind)
 }
 
 // The operator may instead go back to the binary that started the run
@@ -423,7 +423,7 @@ func TestDefinitionChangedGoingBackToTheStartingBinary(t *testing.T) {
 	assert.Equal(t, "changed\n- workflow: the stop of a changed definition is lifted: this binary finds the definition as the run recorded it, and lets nothing through\n"+
 		"next step: done\n", text, "the binary that started the run still sees a changed definition")
 	out := redefStep(t, "base", dir)
-	assert.Equal(t, workflow.KindDone, out.Kind, "the binary that started the run is still blocked: %+v", out)
+	assert.Equal(t, engine.KindDone, out.Kind, "the binary that started the run is still blocked: %+v", out)
 	for rel, data := range before {
 		if !strings.HasPrefix(rel, ".custodian/") {
 			assert.Equal(t, data, fileText(t, filepath.Join(dir, rel)), "going back changed %s", rel)
@@ -445,24 +445,24 @@ func TestPatchesThroughTheBinary(t *testing.T) {
 		dir := redefStart(t, "base")
 		out := redefStep(t, "patched", dir)
 		require.Equal(t, []string{"summary"}, handedOut(out))
-		p, err := workflow.ParsePrompt([]byte(fileText(t, out.Jobs[0].Prompt)))
+		p, err := engine.ParsePrompt([]byte(fileText(t, out.Jobs[0].Prompt)))
 		require.NoError(t, err)
 		assert.Equal(t, redefSummaryPrompt, p.Task)
 
 		_, c := redefCheck(t, "patched", dir)
-		assert.Equal(t, workflow.CheckPatches{Run: []string{}, Definition: []string{"asks-for-owners"}}, c.Patches)
+		assert.Equal(t, engine.CheckPatches{Run: []string{}, Definition: []string{"asks-for-owners"}}, c.Patches)
 	})
 	t.Run("a run started with the patch takes the new branch", func(t *testing.T) {
 		dir := redefStart(t, "patched")
 		out := redefStep(t, "patched", dir)
 		require.Equal(t, []string{"summary"}, handedOut(out))
-		p, err := workflow.ParsePrompt([]byte(fileText(t, out.Jobs[0].Prompt)))
+		p, err := engine.ParsePrompt([]byte(fileText(t, out.Jobs[0].Prompt)))
 		require.NoError(t, err)
 		assert.Equal(t, redefOwnersPrompt, p.Task)
 
 		_, c := redefCheck(t, "patched", dir)
-		assert.Equal(t, workflow.CheckPatches{Run: []string{"asks-for-owners"}, Definition: []string{"asks-for-owners"}}, c.Patches)
-		var s workflow.Status
+		assert.Equal(t, engine.CheckPatches{Run: []string{"asks-for-owners"}, Definition: []string{"asks-for-owners"}}, c.Patches)
+		var s engine.Status
 		require.NoError(t, json.Unmarshal([]byte(redefOK(t, "patched", "status", dir, "--json")), &s))
 		assert.Equal(t, []string{"asks-for-owners"}, s.Patches)
 
@@ -477,7 +477,7 @@ func TestPatchesThroughTheBinary(t *testing.T) {
 }
 
 // redefSubjects are the subjects of a check's items, in order.
-func redefSubjects(c workflow.Check) []string {
+func redefSubjects(c engine.Check) []string {
 	var out []string
 	for _, it := range c.Items {
 		out = append(out, string(it.Subject))
@@ -502,7 +502,7 @@ func TestCheckBesideAHeldLock(t *testing.T) {
 	require.NoError(t, syscall.Flock(int(stateDir.Fd()), syscall.LOCK_EX|syscall.LOCK_NB))
 
 	r := redefRun(t, "prompt", "step", dir)
-	require.Equal(t, workflow.ExitBusy, r.code, "the lock is not held: step got through: %s%s", r.stdout, r.stderr)
+	require.Equal(t, engine.ExitBusy, r.code, "the lock is not held: step got through: %s%s", r.stdout, r.stderr)
 
 	got, _ := redefCheck(t, "prompt", dir)
 	assert.Equal(t, want, got)
@@ -521,7 +521,7 @@ func TestCheckOfAnAbandonedRun(t *testing.T) {
 
 	before := files(t, dir)
 	r := redefRun(t, "prompt", "step", dir)
-	assert.Equal(t, workflow.ExitFailed, r.code)
+	assert.Equal(t, engine.ExitFailed, r.code)
 	assert.Empty(t, r.stdout)
 	assert.Contains(t, r.stderr, "abandoned by the operator")
 	assert.Equal(t, before, files(t, dir), "a step of an abandoned run wrote in it")
@@ -541,7 +541,7 @@ func TestCheckFindsANonDeterministicDefinition(t *testing.T) {
 	require.True(t, c.Changed, text)
 	require.NotEmpty(t, c.Items)
 	it := c.Items[0]
-	assert.Equal(t, workflow.Subject("summary"), it.Subject)
+	assert.Equal(t, engine.Subject("summary"), it.Subject)
 	assert.Contains(t, it.Reason, "non-deterministic definition: the two replays gave it different tasks")
 	assert.Contains(t, it.Details, "--- first replay's prompt")
 	assert.Contains(t, it.Details, "+++ second replay's prompt")

@@ -7,14 +7,14 @@ import (
 	"testing"
 
 	"github.com/custodian-run/custodian/trial"
-	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // stepJSON runs `step dir --json` in the custodian binary and decodes the
 // outcome it prints.
-func stepJSON(t *testing.T, dir string) workflow.Outcome {
+func stepJSON(t *testing.T, dir string) engine.Outcome {
 	t.Helper()
 	out, err := trial.DecodeOutcome([]byte(ok(t, "step", dir, "--json")))
 	require.NoError(t, err)
@@ -22,7 +22,7 @@ func stepJSON(t *testing.T, dir string) workflow.Outcome {
 }
 
 // handedOut returns the names of the jobs an outcome hands out.
-func handedOut(out workflow.Outcome) []string {
+func handedOut(out engine.Outcome) []string {
 	var names []string
 	for _, h := range out.Jobs {
 		names = append(names, h.Name)
@@ -38,7 +38,7 @@ func toPublish(t *testing.T) string {
 	dir := trialRun(t, "uncertain")
 	for _, jobs := range [][]string{{"assumptions", "claims"}, {"reconcile"}} {
 		out := stepJSON(t, dir)
-		require.Equal(t, workflow.KindLaunch, out.Kind)
+		require.Equal(t, engine.KindLaunch, out.Kind)
 		require.Equal(t, jobs, handedOut(out))
 		for _, h := range out.Jobs {
 			require.NoError(t, trial.Valid(h))
@@ -149,13 +149,13 @@ func TestCleanTrialRunOneProcessPerStep(t *testing.T) {
 			tr, err := agent.Drive()
 			require.NoError(t, err)
 
-			var kinds []workflow.Kind
+			var kinds []engine.Kind
 			var rounds [][]string
 			for _, out := range tr.Steps {
 				kinds = append(kinds, out.Kind)
 				rounds = append(rounds, handedOut(out))
 			}
-			assert.Equal(t, []workflow.Kind{workflow.KindLaunch, workflow.KindLaunch, workflow.KindDone}, kinds)
+			assert.Equal(t, []engine.Kind{engine.KindLaunch, engine.KindLaunch, engine.KindDone}, kinds)
 			assert.Equal(t, [][]string{{"assumptions", "claims"}, {"reconcile"}, nil}, rounds)
 			assert.Empty(t, tr.Reports, "a clean run needs no report")
 

@@ -18,15 +18,16 @@ import (
 	"testing"
 
 	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 )
 
 // Replay fails the test, with check's report, when the next step of the
 // recorded run in runDir would change anything with the definitions of reg:
 // the definition no longer makes the decisions the run recorded, or is not
 // deterministic. It writes nothing in runDir.
-func Replay(t testing.TB, reg *workflow.Registry, runDir string, maps ...workflow.Map) {
+func Replay(t testing.TB, reg *workflow.Registry, runDir string, maps ...engine.Map) {
 	t.Helper()
-	o, err := workflow.Open(reg, runDir)
+	o, err := engine.Open(reg, runDir)
 	if err != nil {
 		t.Fatalf("replay %s: %v", runDir, err)
 	}
@@ -46,14 +47,14 @@ func Replay(t testing.TB, reg *workflow.Registry, runDir string, maps ...workflo
 
 // ReplayAll replays every recorded run under dir, one subtest each, named
 // by the run's directory: a directory holding .custodian/run.json is a run.
-func ReplayAll(t *testing.T, reg *workflow.Registry, dir string, maps ...workflow.Map) {
+func ReplayAll(t *testing.T, reg *workflow.Registry, dir string, maps ...engine.Map) {
 	t.Helper()
 	var runs []string
 	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
 		if err != nil || !d.IsDir() {
 			return err
 		}
-		if _, err := os.Stat(filepath.Join(path, workflow.StateDir, "run.json")); err == nil {
+		if _, err := os.Stat(filepath.Join(path, engine.StateDir, "run.json")); err == nil {
 			runs = append(runs, path)
 			return filepath.SkipDir
 		}
@@ -77,9 +78,9 @@ func ReplayAll(t *testing.T, reg *workflow.Registry, dir string, maps ...workflo
 // do runs when ranDo, and nothing else of the step is recorded. The next
 // o.Step asks the effect's recognizer what took place. It fails the test
 // when the step does not reach the effect.
-func CrashIn(t testing.TB, o *workflow.Orchestrator, effect string, ranDo bool) {
+func CrashIn(t testing.TB, o *engine.Run, effect string, ranDo bool) {
 	t.Helper()
-	if err := o.StepEndingIn(effect, ranDo); !errors.Is(err, workflow.ErrEndedInEffect) {
+	if err := o.StepEndingIn(effect, ranDo); !errors.Is(err, engine.ErrEndedInEffect) {
 		t.Fatalf("a step ending inside effect %s: %v", effect, err)
 	}
 }

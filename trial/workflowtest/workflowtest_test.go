@@ -11,6 +11,7 @@ import (
 
 	"github.com/custodian-run/custodian/trial/workflowtest"
 	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -44,13 +45,13 @@ func recordRun(t *testing.T, def *workflow.Definition, dir string) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.md"), []byte("notes\n"), 0o644))
 	reg, err := workflow.NewRegistry(def)
 	require.NoError(t, err)
-	o, err := workflow.Start(reg, def.Name, dir, nil)
+	o, err := engine.Start(reg, def.Name, dir, nil)
 	require.NoError(t, err)
 	defer o.Close()
 	for range 5 {
 		out, err := o.Step()
 		require.NoError(t, err)
-		if out.Kind == workflow.KindDone {
+		if out.Kind == engine.KindDone {
 			return
 		}
 		for _, h := range out.Jobs {
@@ -114,7 +115,7 @@ func TestCrashIn(t *testing.T) {
 			}}
 			reg, err := workflow.NewRegistry(def)
 			require.NoError(t, err)
-			o, err := workflow.Start(reg, "publish", dir, nil)
+			o, err := engine.Start(reg, "publish", dir, nil)
 			require.NoError(t, err)
 			defer o.Close()
 
@@ -126,7 +127,7 @@ func TestCrashIn(t *testing.T) {
 
 			out, err := o.Step()
 			require.NoError(t, err)
-			assert.Equal(t, workflow.KindDone, out.Kind)
+			assert.Equal(t, engine.KindDone, out.Kind)
 			assert.Equal(t, tc.runs, runs)
 			assert.FileExists(t, target)
 		})
@@ -138,7 +139,7 @@ func TestCrashInAnEffectNeverReached(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.md"), []byte("notes\n"), 0o644))
 	reg, err := workflow.NewRegistry(summary("Summarize."))
 	require.NoError(t, err)
-	o, err := workflow.Start(reg, "summary", dir, nil)
+	o, err := engine.Start(reg, "summary", dir, nil)
 	require.NoError(t, err)
 	defer o.Close()
 	r := &recorder{TB: t}

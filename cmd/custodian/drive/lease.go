@@ -5,7 +5,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/internal/proc"
 )
 
 // pollEvery is how often to look whether a group has ended.
@@ -25,7 +25,7 @@ const killSettle = time.Second
 // to a new group leader; the window is a few microseconds, and only a
 // pidfd, which addresses one process and not a group, would close it.
 func EndGroup(pid int, start string, grace time.Duration) error {
-	gone := func() bool { return !workflow.Alive(pid, start) }
+	gone := func() bool { return !proc.Alive(pid, start) }
 	if gone() {
 		return nil
 	}

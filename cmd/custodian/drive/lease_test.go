@@ -13,24 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/custodian-run/custodian/cmd/custodian/drive"
-	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/internal/proc"
 )
-
-func TestProcessStart(t *testing.T) {
-	start, err := workflow.ProcessStart(os.Getpid())
-	require.NoError(t, err)
-	again, err := workflow.ProcessStart(os.Getpid())
-	require.NoError(t, err)
-	assert.Equal(t, start, again)
-	assert.NotEmpty(t, start)
-
-	other, err := workflow.ProcessStart(os.Getppid())
-	require.NoError(t, err)
-	assert.NotEqual(t, start, other)
-
-	_, err = workflow.ProcessStart(1 << 30)
-	assert.ErrorIs(t, err, os.ErrNotExist)
-}
 
 // startGroup starts a process group whose leader and child both ignore
 // SIGTERM (the fake worker's sleeper, which spawns nothing; sh running it
@@ -54,29 +38,16 @@ func startGroup(t *testing.T) *exec.Cmd {
 	return cmd
 }
 
-func TestAlive(t *testing.T) {
-	self, err := workflow.ProcessStart(os.Getpid())
-	require.NoError(t, err)
-	assert.True(t, workflow.Alive(os.Getpid(), self))
-	assert.False(t, workflow.Alive(os.Getpid(), self+"0"), "another start time is another process: the pid was reused")
-	assert.False(t, workflow.Alive(1<<30, self))
-
-	cmd := exec.Command("true")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	require.NoError(t, cmd.Run())
-	assert.False(t, workflow.Alive(cmd.Process.Pid, "whatever"), "an ended worker with an empty group")
-}
-
 func TestEndGroup(t *testing.T) {
 	t.Run("ends a group that ignores SIGTERM", func(t *testing.T) {
 		cmd := startGroup(t)
 		pid := cmd.Process.Pid
-		start, err := workflow.ProcessStart(pid)
+		start, err := proc.StartTime(pid)
 		require.NoError(t, err)
 		require.Eventually(t, func() bool { return groupMembers(pid) == 2 }, 5*time.Second, 10*time.Millisecond)
-		require.True(t, workflow.Alive(pid, start))
+		require.True(t, proc.Alive(pid, start))
 		require.NoError(t, drive.EndGroup(pid, start, 200*time.Millisecond))
-		assert.False(t, workflow.Alive(pid, start))
+		assert.False(t, proc.Alive(pid, start))
 		assert.True(t, groupGone(pid))
 	})
 	t.Run("leaves alone a process that took a recorded pid", func(t *testing.T) {
@@ -88,13 +59,13 @@ func TestEndGroup(t *testing.T) {
 	t.Run("ends what the worker left in its group", func(t *testing.T) {
 		cmd := startGroup(t)
 		pid := cmd.Process.Pid
-		start, err := workflow.ProcessStart(pid)
+		start, err := proc.StartTime(pid)
 		require.NoError(t, err)
 		require.Eventually(t, func() bool { return groupMembers(pid) == 2 }, 5*time.Second, 10*time.Millisecond)
 		// The leader dies; its child lives on in the group.
 		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 		require.Eventually(t, func() bool { return groupMembers(pid) == 1 }, 5*time.Second, 10*time.Millisecond)
-		require.True(t, workflow.Alive(pid, start), "a group whose leader has gone still runs")
+		require.True(t, proc.Alive(pid, start), "a group whose leader has gone still runs")
 		require.NoError(t, drive.EndGroup(pid, start, 200*time.Millisecond))
 		assert.True(t, groupGone(pid))
 	})

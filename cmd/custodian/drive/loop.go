@@ -13,7 +13,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/custodian-run/custodian/internal/proc"
 	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 )
 
 // The exit statuses of drive beyond the table every command shares
@@ -68,7 +70,7 @@ type Config struct {
 // repairs. The last step's output is printed on Stdout exactly as step
 // printed it. It returns the exit status of the drive, or an error that
 // maps to one with workflow.ExitCode.
-func Drive(o *workflow.Orchestrator, opts Config) (int, error) {
+func Drive(o *engine.Run, opts Config) (int, error) {
 	d := &driver{o: o, opts: opts, sink: opts.Progress}
 	if d.sink == nil {
 		d.sink = NewPlain(io.Discard)
@@ -76,19 +78,19 @@ func Drive(o *workflow.Orchestrator, opts Config) (int, error) {
 	if d.opts.Interrupts == nil {
 		d.opts.Interrupts = make(chan os.Signal)
 	}
-	self, _ := workflow.ProcessStart(os.Getpid())
-	d.self = workflow.Process{Pid: os.Getpid(), Start: self}
-	o.DriveAs(d.self)
+	self, _ := proc.StartTime(os.Getpid())
+	d.self = engine.Process{Pid: os.Getpid(), Start: self}
+	d.held = o.Driver(d.self)
 	if err := d.reclaim(); err != nil {
 		return 0, err
 	}
-	if err := o.BeginDrive(); err != nil {
+	if err := d.held.Begin(); err != nil {
 		return 0, err
 	}
 	defer func() {
 		// The run is free for any loop again; a failure to say so leaves a
 		// record that the next command finds ended, and clears.
-		_ = o.EndDrive()
+		_ = d.held.End()
 	}()
 	for round := 1; ; round++ {
 		out, printed, status, err := d.step()
@@ -98,14 +100,14 @@ func Drive(o *workflow.Orchestrator, opts Config) (int, error) {
 		d.last = printed
 		d.sink.Emit(Event{Kind: EventStep, Round: round, Outcome: string(out.Kind)})
 		switch out.Kind {
-		case workflow.KindDone:
+		case engine.KindDone:
 			return d.finish(ExitDone)
-		case workflow.KindBlocked:
+		case engine.KindBlocked:
 			if err := d.stop(blockedReason(out)); err != nil {
 				return 0, err
 			}
 			return d.finish(ExitBlocked)
-		case workflow.KindUncertain:
+		case engine.KindUncertain:
 			if err := d.stop(uncertainReason(out)); err != nil {
 				return 0, err
 			}
@@ -128,12 +130,13 @@ func Drive(o *workflow.Orchestrator, opts Config) (int, error) {
 
 // driver is one drive's state.
 type driver struct {
-	o           *workflow.Orchestrator
+	o           *engine.Run
 	opts        Config
 	sink        Sink
-	self        workflow.Process
-	last        []byte // what the last step printed
-	interrupted int    // interrupts received
+	self        engine.Process
+	held        *engine.Driver // the run as this drive holds it
+	last        []byte         // what the last step printed
+	interrupted int            // interrupts received
 }
 
 // finish prints the last step's output and ends the drive with status.
@@ -151,7 +154,7 @@ func (d *driver) finish(status int) (int, error) {
 // what to print of it. A step that fails with a status of the table is
 // passed through as that status's error; one that ends with another
 // status ended inside an effect: drive reports the stop and ends uncertain.
-func (d *driver) step() (out workflow.Outcome, printed []byte, status int, err error) {
+func (d *driver) step() (out engine.Outcome, printed []byte, status int, err error) {
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(d.opts.Binary, "step", d.o.Dir(), "--json", "--driver", DriverToken(d.self))
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -163,7 +166,7 @@ func (d *driver) step() (out workflow.Outcome, printed []byte, status int, err e
 	switch {
 	case errors.As(runErr, &exit):
 		code := exit.ExitCode()
-		if workflow.Named(code) {
+		if engine.Named(code) {
 			return out, nil, 0, &StepError{Status: code, Stderr: stderr.String()}
 		}
 		// Any other status comes from a process that ended inside an
@@ -196,16 +199,16 @@ func (d *driver) step() (out workflow.Outcome, printed []byte, status int, err e
 
 // DriverToken names a drive to the steps it runs (step's hidden --driver
 // flag), so that they are let through while it drives the run.
-func DriverToken(p workflow.Process) string { return fmt.Sprintf("%d,%s", p.Pid, p.Start) }
+func DriverToken(p engine.Process) string { return fmt.Sprintf("%d,%s", p.Pid, p.Start) }
 
 // ParseDriverToken reads what DriverToken wrote.
-func ParseDriverToken(s string) (workflow.Process, error) {
+func ParseDriverToken(s string) (engine.Process, error) {
 	pid, start, ok := strings.Cut(s, ",")
 	n, err := strconv.Atoi(pid)
 	if !ok || err != nil || n < 1 {
-		return workflow.Process{}, fmt.Errorf("--driver %q is not PID,START", s)
+		return engine.Process{}, fmt.Errorf("--driver %q is not PID,START", s)
 	}
-	return workflow.Process{Pid: n, Start: start}, nil
+	return engine.Process{Pid: n, Start: start}, nil
 }
 
 // StepError is a step that failed with one of the statuses every command
@@ -239,13 +242,13 @@ func (e *StepError) Hint() string {
 // exits with it.
 func (e *StepError) Unwrap() error {
 	switch e.Status {
-	case workflow.ExitUsage:
-		return workflow.ErrUsage
-	case workflow.ExitBusy:
-		return workflow.ErrBusy
-	case workflow.ExitUntrusted:
-		return workflow.ErrUntrusted
-	case workflow.ExitDefinition:
+	case engine.ExitUsage:
+		return engine.ErrUsage
+	case engine.ExitBusy:
+		return engine.ErrBusy
+	case engine.ExitUntrusted:
+		return engine.ErrUntrusted
+	case engine.ExitDefinition:
 		return workflow.ErrDefinition
 	}
 	return nil
@@ -253,11 +256,11 @@ func (e *StepError) Unwrap() error {
 
 // stop reports that drive stops, as an agent orchestrator would.
 func (d *driver) stop(why string) error {
-	_, err := d.o.Report(workflow.ReportStop, "", why)
+	_, err := d.o.Report(engine.ReportStop, "", why)
 	return err
 }
 
-func blockedReason(out workflow.Outcome) string {
+func blockedReason(out engine.Outcome) string {
 	parts := make([]string, len(out.Blocks))
 	for i, b := range out.Blocks {
 		parts[i] = fmt.Sprintf("%s: %s (%s)", b.Subject, b.Reason, b.Kind)
@@ -265,10 +268,10 @@ func blockedReason(out workflow.Outcome) string {
 	return "blocked; drive never repairs: " + strings.Join(parts, "; ")
 }
 
-func uncertainReason(out workflow.Outcome) string {
+func uncertainReason(out engine.Outcome) string {
 	names := make([]string, len(out.Effects))
 	for i, e := range out.Effects {
-		names[i] = workflow.EffectSubject(e.Name).String()
+		names[i] = engine.EffectSubject(e.Name).String()
 	}
 	return "uncertain: the fate of " + strings.Join(names, ", ") + " is for the operator to establish"
 }
@@ -276,34 +279,34 @@ func uncertainReason(out workflow.Outcome) string {
 // reclaim deals with a round an earlier drive left: its workers that still
 // run are refused, or, with Reclaim, ended and recorded as killed.
 func (d *driver) reclaim() error {
-	rd, err := d.o.RoundInFlight()
+	rd, err := d.held.InFlight()
 	if err != nil || rd == nil || len(rd.Workers) == 0 {
 		return err
 	}
 	host, _ := os.Hostname()
-	if !d.opts.Reclaim || rd.Host != host || workflow.Running(rd.Driver.Pid, rd.Driver.Start) {
+	if !d.opts.Reclaim || rd.Host != host || proc.Running(rd.Driver.Pid, rd.Driver.Start) {
 		// Refused while they run, or while the drive that launched them
 		// still runs (it ends its own workers), or when nothing here can
 		// end them; a round of ended workers is cleared.
-		return d.o.BeginDrive()
+		return d.held.Begin()
 	}
 	for _, w := range rd.Workers {
 		if err := EndGroup(w.Process.Pid, w.Process.Start, d.opts.Grace); err != nil {
 			return err
 		}
-		l := &workflow.Launch{Job: w.Job, Attempt: w.Attempt, Launch: w.Launch, Worker: d.opts.Profile.Name(), Host: rd.Host,
+		l := &engine.Launch{Job: w.Job, Attempt: w.Attempt, Launch: w.Launch, Worker: d.opts.Profile.Name(), Host: rd.Host,
 			Process: w.Process, EndedAt: time.Now().UTC().Format(time.RFC3339Nano), Outcome: string(Killed), ExitStatus: -1,
 			Message: fmt.Sprintf("ended by drive --reclaim (pid %d): the drive that started it had ended", d.self.Pid)}
-		if _, err := d.o.RecordLaunch(l, nil, nil); err != nil {
+		if _, err := d.held.RecordLaunch(l, nil, nil); err != nil {
 			return err
 		}
 	}
-	return d.o.EndRound()
+	return d.held.EndRound()
 }
 
 // launched is a worker of the round, or a launch that failed.
 type launched struct {
-	h       workflow.Handout
+	h       engine.Handout
 	n       int // the job's launch number
 	cmd     *Command
 	w       *Worker
@@ -313,8 +316,8 @@ type launched struct {
 // round launches the hand-outs of a step, at most MaxParallel at once,
 // waits until each has ended (relaunching those a usage limit stopped),
 // and records every launch. It says whether an interrupt stopped it.
-func (d *driver) round(round int, jobs []workflow.Handout) (interrupted bool, err error) {
-	if err := d.o.BeginRound(); err != nil {
+func (d *driver) round(round int, jobs []engine.Handout) (interrupted bool, err error) {
+	if err := d.held.BeginRound(); err != nil {
 		return false, err
 	}
 	names := make([]string, len(jobs))
@@ -326,7 +329,7 @@ func (d *driver) round(round int, jobs []workflow.Handout) (interrupted bool, er
 	running := map[string]*launched{}
 	// Room for every launch the round can make, so that no watcher blocks
 	// once the round has stopped listening.
-	ended := make(chan *launched, len(jobs)*(1+workflow.MaxUsageLimited))
+	ended := make(chan *launched, len(jobs)*(1+engine.MaxUsageLimited))
 	defer func() {
 		if err != nil {
 			// The round cannot go on (its records cannot be written): no
@@ -367,7 +370,7 @@ func (d *driver) round(round int, jobs []workflow.Handout) (interrupted bool, er
 				return false, err
 			}
 			if again && d.interrupted == 0 {
-				queue = append([]workflow.Handout{l.h}, queue...)
+				queue = append([]engine.Handout{l.h}, queue...)
 				if pause == nil {
 					d.sink.Emit(Event{Kind: EventPaused, Job: l.h.Name, Until: until, Text: "the account hit a usage limit"})
 					pause = time.After(time.Until(until))
@@ -380,7 +383,7 @@ func (d *driver) round(round int, jobs []workflow.Handout) (interrupted bool, er
 			d.interrupt(running)
 		}
 	}
-	if err := d.o.EndRound(); err != nil {
+	if err := d.held.EndRound(); err != nil {
 		return false, err
 	}
 	return d.interrupted > 0, nil
@@ -411,8 +414,8 @@ func (d *driver) interrupt(running map[string]*launched) {
 
 // launch starts a worker for a hand-out and leases it, or records and
 // reports a launch that failed (nil, nil).
-func (d *driver) launch(h workflow.Handout) (*launched, error) {
-	n, err := d.o.NextLaunch(h.Name)
+func (d *driver) launch(h engine.Handout) (*launched, error) {
+	n, err := d.held.NextLaunch(h.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -432,8 +435,8 @@ func (d *driver) launch(h workflow.Handout) (*launched, error) {
 		return nil, err
 	}
 	host, _ := os.Hostname()
-	lease := workflow.Lease{Job: h.Name, Attempt: h.Attempt, Launch: n, Process: workflow.Process{Pid: l.w.Pid(), Start: l.w.ProcessStart()}}
-	if err := d.o.Lease(lease); err != nil {
+	lease := engine.Lease{Job: h.Name, Attempt: h.Attempt, Launch: n, Process: engine.Process{Pid: l.w.Pid(), Start: l.w.ProcessStart()}}
+	if err := d.held.Lease(lease); err != nil {
 		// The worker runs, unrecorded: end it rather than leave it unseen.
 		l.w.Kill()
 		l.w.Wait()
@@ -446,17 +449,17 @@ func (d *driver) launch(h workflow.Handout) (*launched, error) {
 // failed records and reports a launch that could not be made.
 func (d *driver) failed(l *launched, cause error) error {
 	host, _ := os.Hostname()
-	rec := &workflow.Launch{Job: l.h.Name, Attempt: l.h.Attempt, Launch: l.n, Worker: d.opts.Profile.Name(), Host: host,
+	rec := &engine.Launch{Job: l.h.Name, Attempt: l.h.Attempt, Launch: l.n, Worker: d.opts.Profile.Name(), Host: host,
 		StartedAt: l.started.UTC().Format(time.RFC3339Nano), EndedAt: time.Now().UTC().Format(time.RFC3339Nano),
 		Outcome: string(FailedToStart), ExitStatus: -1, Message: cause.Error()}
 	if l.cmd != nil {
 		rec.Command, rec.Env = l.cmd.Args, l.cmd.EnvNames()
 	}
-	if _, err := d.o.RecordLaunch(rec, nil, nil); err != nil {
+	if _, err := d.held.RecordLaunch(rec, nil, nil); err != nil {
 		return err
 	}
 	d.sink.Emit(Event{Kind: EventLaunchFailed, Job: l.h.Name, Text: cause.Error()})
-	_, err := d.o.Report(workflow.ReportLaunchFailed, l.h.Name, cause.Error())
+	_, err := d.o.Report(engine.ReportLaunchFailed, l.h.Name, cause.Error())
 	return err
 }
 
@@ -465,20 +468,20 @@ func (d *driver) failed(l *launched, cause error) error {
 func (d *driver) ended(l *launched) (again bool, until time.Time, err error) {
 	r := l.w.Wait()
 	host, _ := os.Hostname()
-	rec := &workflow.Launch{Job: l.h.Name, Attempt: l.h.Attempt, Launch: l.n, Worker: d.opts.Profile.Name(),
+	rec := &engine.Launch{Job: l.h.Name, Attempt: l.h.Attempt, Launch: l.n, Worker: d.opts.Profile.Name(),
 		Command: l.cmd.Args, Env: l.cmd.EnvNames(), Host: host,
-		Process:   workflow.Process{Pid: l.w.Pid(), Start: l.w.ProcessStart()},
+		Process:   engine.Process{Pid: l.w.Pid(), Start: l.w.ProcessStart()},
 		StartedAt: r.Started.UTC().Format(time.RFC3339Nano), EndedAt: r.Ended.UTC().Format(time.RFC3339Nano),
 		Outcome: string(r.Outcome), ExitStatus: r.ExitCode, Signal: r.Signal, Session: r.SessionID, Message: r.Message,
-		Stdout: workflow.OutputRecord{Bytes: r.Stdout.Total, Kept: len(r.Stdout.Data)},
-		Stderr: workflow.OutputRecord{Bytes: r.Stderr.Total, Kept: len(r.Stderr.Data)}}
+		Stdout: engine.OutputRecord{Bytes: r.Stdout.Total, Kept: len(r.Stdout.Data)},
+		Stderr: engine.OutputRecord{Bytes: r.Stderr.Total, Kept: len(r.Stderr.Data)}}
 	if lim := r.Limit; lim != nil {
-		rec.UsageLimit = &workflow.UsageLimit{Known: lim.Known, Message: lim.Message}
+		rec.UsageLimit = &engine.UsageLimit{Known: lim.Known, Message: lim.Message}
 		if lim.Known {
 			rec.UsageLimit.Resets = lim.Resets.UTC().Format(time.RFC3339)
 		}
 	}
-	dir, err := d.o.RecordLaunch(rec, r.Stdout.Data, r.Stderr.Data)
+	dir, err := d.held.RecordLaunch(rec, r.Stdout.Data, r.Stderr.Data)
 	if err != nil {
 		return false, time.Time{}, err
 	}
@@ -491,7 +494,7 @@ func (d *driver) ended(l *launched) (again bool, until time.Time, err error) {
 	if r.Limit != nil && r.Limit.Message != "" {
 		msg = r.Limit.Message
 	}
-	_, free, err := d.o.ReportUsageLimited(l.h.Name, msg)
+	_, free, err := d.held.ReportUsageLimited(l.h.Name, msg)
 	if err != nil || !free {
 		return false, time.Time{}, err
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/custodian-run/custodian/cmd/custodian/drive"
-	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 )
 
 var (
@@ -55,24 +55,24 @@ func testMain(m *testing.M) int {
 
 // newHandout writes the prompt file of job's first hand-out in the run
 // directory dir, as the engine would, and returns the hand-out.
-func newHandout(t *testing.T, dir, job, launch string) workflow.Handout {
+func newHandout(t *testing.T, dir, job, launch string) engine.Handout {
 	t.Helper()
-	jobDir := filepath.Join(dir, workflow.StateDir, "jobs", job)
+	jobDir := filepath.Join(dir, engine.StateDir, "jobs", job)
 	require.NoError(t, os.MkdirAll(jobDir, 0o755))
-	p := workflow.Prompt{
+	p := engine.Prompt{
 		Task:    "List the claims the text makes.",
 		Output:  filepath.Join(dir, job+".md"),
 		Problem: filepath.Join(dir, job+".problem.md"),
 	}
 	path := filepath.Join(jobDir, "prompt-1.md")
 	require.NoError(t, os.WriteFile(path, p.Text(), 0o644))
-	return workflow.Handout{Name: job, Attempt: 1, Prompt: path, Output: p.Output, Problem: p.Problem, Launch: json.RawMessage(launch)}
+	return engine.Handout{Name: job, Attempt: 1, Prompt: path, Output: p.Output, Problem: p.Problem, Launch: json.RawMessage(launch)}
 }
 
 // fakeCommand returns the command of the profile worker (with --command
 // command) for h, whose worker finds claude and codex in fakeBin and gets
 // env besides.
-func fakeCommand(t *testing.T, worker, command string, h workflow.Handout, dir string, env ...string) *drive.Command {
+func fakeCommand(t *testing.T, worker, command string, h engine.Handout, dir string, env ...string) *drive.Command {
 	t.Helper()
 	p, err := drive.NewProfile(worker, command)
 	require.NoError(t, err)

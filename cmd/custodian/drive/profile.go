@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 )
 
 // Instruction is the whole of what a worker is told; the prompt file holds
@@ -82,7 +82,7 @@ func (p *Profile) Name() string { return p.name }
 // directory) and its environment. A launch parameter the profile cannot map,
 // or whose value it cannot use, is a *LaunchError: the launch has failed,
 // and the worker must not be launched without it.
-func (p *Profile) Command(h workflow.Handout, runDir string) (*Command, error) {
+func (p *Profile) Command(h engine.Handout, runDir string) (*Command, error) {
 	dir, err := filepath.Abs(runDir)
 	if err != nil {
 		return nil, err
@@ -259,7 +259,7 @@ func compact(raw json.RawMessage) string {
 }
 
 func usage(format string, args ...any) error {
-	return &workflow.UsageError{
+	return &engine.UsageError{
 		Message: fmt.Sprintf(format, args...),
 		Hint:    "custodian drive RUN --worker claude|codex|exec [--command CMD]; see docs/drive.md",
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/custodian-run/custodian/cmd/custodian/drive"
-	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 )
 
 const (
@@ -32,8 +32,8 @@ func mustProfile(t *testing.T, worker, command string) *drive.Profile {
 
 // launchOf returns the hand-out of the claims job with launch parameters
 // launch, a JSON object or "".
-func launchOf(launch string) workflow.Handout {
-	return workflow.Handout{Name: "claims", Attempt: 1, Prompt: prompt, Launch: json.RawMessage(launch)}
+func launchOf(launch string) engine.Handout {
+	return engine.Handout{Name: "claims", Attempt: 1, Prompt: prompt, Launch: json.RawMessage(launch)}
 }
 
 func TestProfileCommandLines(t *testing.T) {
@@ -163,8 +163,8 @@ func TestNewProfileRefusesMalformedArguments(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := drive.NewProfile(tt.worker, tt.command)
-			require.ErrorIs(t, err, workflow.ErrUsage)
-			var usage *workflow.UsageError
+			require.ErrorIs(t, err, engine.ErrUsage)
+			var usage *engine.UsageError
 			require.ErrorAs(t, err, &usage)
 			assert.Contains(t, usage.Message, tt.says)
 			assert.NotEmpty(t, usage.Hint)

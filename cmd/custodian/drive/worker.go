@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/internal/proc"
 )
 
 // Outcome is how a worker's launch ended, in the word the evidence records.
@@ -164,7 +164,7 @@ func Start(c *Command, o Options) (*Worker, error) {
 	}
 	// Empty only where the system gives no start times (not Linux): Alive
 	// and EndGroup then go by the pid alone.
-	w.start, _ = workflow.ProcessStart(w.pid)
+	w.start, _ = proc.StartTime(w.pid)
 	w.lastOutput.Store(w.started.UnixNano())
 	w.readers.Add(2)
 	go w.read(w.stdout)
@@ -259,7 +259,7 @@ func (w *Worker) supervise() {
 	<-w.exited
 	// A signal is delivered when its target next runs; the group is ended
 	// when its processes are gone, not when SIGKILL was sent.
-	waitUntil(func() bool { return !workflow.GroupLive(w.pid) }, killSettle)
+	waitUntil(func() bool { return !proc.GroupLive(w.pid) }, killSettle)
 	reap(w.cmd)
 	w.drain()
 	w.finish(outcome)

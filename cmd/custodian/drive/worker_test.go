@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/custodian-run/custodian/cmd/custodian/drive"
-	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/internal/proc"
 )
 
 // profiles are the three profiles, each running the fake worker.
@@ -237,7 +237,7 @@ func TestWatchdogsEndTheWholeGroup(t *testing.T) {
 				assert.Equal(t, "signal SIGTERM", r.Status())
 				child := spawnedPid(t, r)
 				assert.True(t, groupGone(w.Pid()), "no process of the group survives, the child that ignores SIGTERM included")
-				assert.False(t, workflow.Alive(w.Pid(), w.ProcessStart()))
+				assert.False(t, proc.Alive(w.Pid(), w.ProcessStart()))
 				st, err := os.ReadFile("/proc/" + strconv.Itoa(child) + "/stat")
 				if err == nil {
 					assert.Contains(t, string(st), ") Z ", "the child is gone, or a zombie")
@@ -268,7 +268,7 @@ func TestKill(t *testing.T) {
 		c, _ := profileCommand(t, "codex", "", "claims", "", writeScript(t, map[string][]string{"claims": {"hang"}}))
 		w, err := drive.Start(c, drive.Options{Grace: 200 * time.Millisecond})
 		require.NoError(t, err)
-		assert.True(t, workflow.Alive(w.Pid(), w.ProcessStart()))
+		assert.True(t, proc.Alive(w.Pid(), w.ProcessStart()))
 		w.Kill()
 		r := w.Wait()
 		assert.Equal(t, drive.Killed, r.Outcome)

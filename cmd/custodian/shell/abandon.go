@@ -2,6 +2,7 @@ package shell
 
 import (
 	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 	"github.com/urfave/cli/v2"
 )
 
@@ -23,7 +24,7 @@ func abandonCommand(reg *workflow.Registry) *cli.Command {
 			if why == "" {
 				return usagef(c, "--text is required: say why the run ends")
 			}
-			o, err := workflow.Open(reg, args[0])
+			o, err := engine.Open(reg, args[0])
 			if err != nil {
 				return err
 			}

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 	"github.com/urfave/cli/v2"
 )
 
@@ -24,19 +25,19 @@ func checkCommand(reg *workflow.Registry) *cli.Command {
 			&cli.StringSliceFlag{Name: "map", Usage: "files outside the run recorded under OLD are found under NEW, `OLD=NEW`; repeat for more", KeepSpace: true},
 		},
 		Action: withArgs([]string{"RUN"}, func(c *cli.Context, args []string) error {
-			var maps []workflow.Map
+			var maps []engine.Map
 			for _, s := range c.StringSlice("map") {
 				if !utf8.ValidString(s) {
-					return &workflow.UsageError{Message: "check: --map is not UTF-8 text", Hint: "give two absolute directories as UTF-8 text: --map /where/it/was=/where/it/is"}
+					return &engine.UsageError{Message: "check: --map is not UTF-8 text", Hint: "give two absolute directories as UTF-8 text: --map /where/it/was=/where/it/is"}
 				}
-				m, err := workflow.ParseMap(s)
-				var bad *workflow.UsageError
+				m, err := engine.ParseMap(s)
+				var bad *engine.UsageError
 				if errors.As(err, &bad) {
-					return &workflow.UsageError{Message: "check: " + bad.Message, Hint: bad.Hint}
+					return &engine.UsageError{Message: "check: " + bad.Message, Hint: bad.Hint}
 				}
 				maps = append(maps, m)
 			}
-			o, err := workflow.Open(reg, args[0])
+			o, err := engine.Open(reg, args[0])
 			if err != nil {
 				return err
 			}

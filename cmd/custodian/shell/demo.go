@@ -14,6 +14,7 @@ import (
 	"github.com/custodian-run/custodian/cmd/custodian/drive"
 	"github.com/custodian-run/custodian/trial"
 	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 	"github.com/urfave/cli/v2"
 )
 
@@ -67,7 +68,7 @@ func demo(w io.Writer, reg *workflow.Registry, binary, dir, scenario string, par
 	}
 	repairs := trial.ScenarioScript(scenario).Repairs
 	for range trial.DefaultMaxRounds {
-		o, err := workflow.Open(reg, dir)
+		o, err := engine.Open(reg, dir)
 		if err != nil {
 			return err
 		}
@@ -107,7 +108,7 @@ func demo(w io.Writer, reg *workflow.Registry, binary, dir, scenario string, par
 // repairAll repairs every block of the last step the way the scripted
 // harness can, and reports each repair. It repairs nothing, and says so,
 // when a block permits only stopping or has no scripted repair.
-func repairAll(w io.Writer, o *workflow.Orchestrator, repairs map[string]trial.Repair) (bool, error) {
+func repairAll(w io.Writer, o *engine.Run, repairs map[string]trial.Repair) (bool, error) {
 	s, err := o.Status()
 	if err != nil {
 		return false, err
@@ -118,7 +119,7 @@ func repairAll(w io.Writer, o *workflow.Orchestrator, repairs map[string]trial.R
 	blocks := s.Last.Outcome.Blocks
 	for _, b := range blocks {
 		job, _ := b.Subject.Job()
-		if b.Permitted != workflow.PermitRepair || repairs[job] == nil {
+		if b.Permitted != engine.PermitRepair || repairs[job] == nil {
 			return false, nil
 		}
 	}
@@ -129,7 +130,7 @@ func repairAll(w io.Writer, o *workflow.Orchestrator, repairs map[string]trial.R
 			return false, err
 		}
 		fmt.Fprintf(w, "repair %s: %s\n", job, changed)
-		if _, err := o.Report(workflow.ReportRepair, job, changed); err != nil {
+		if _, err := o.Report(engine.ReportRepair, job, changed); err != nil {
 			return false, err
 		}
 	}
@@ -167,9 +168,9 @@ func trialWorkerCommand(reg *workflow.Registry) *cli.Command {
 		Action: withArgs([]string{"PROMPT"}, func(c *cli.Context, args []string) error {
 			at, err := trial.LocatePrompt(args[0])
 			if err != nil {
-				return &workflow.UsageError{Message: err.Error(), Hint: "custodian drive gives the worker its prompt file with {prompt}"}
+				return &engine.UsageError{Message: err.Error(), Hint: "custodian drive gives the worker its prompt file with {prompt}"}
 			}
-			o, err := workflow.Open(reg, at.Run)
+			o, err := engine.Open(reg, at.Run)
 			if err != nil {
 				return err
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/custodian-run/custodian/cmd/custodian/drive"
 	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 	"github.com/urfave/cli/v2"
 )
 
@@ -59,7 +60,7 @@ func driveCommand(reg *workflow.Registry) *cli.Command {
 			if err != nil {
 				return fmt.Errorf("drive: find this binary: %w", err)
 			}
-			o, err := workflow.Open(reg, args[0])
+			o, err := engine.Open(reg, args[0])
 			if err != nil {
 				return err
 			}
@@ -89,7 +90,7 @@ func driveCommand(reg *workflow.Registry) *cli.Command {
 			if err != nil {
 				return err
 			}
-			if status != workflow.ExitOK {
+			if status != engine.ExitOK {
 				return exitStatus(status)
 			}
 			return nil

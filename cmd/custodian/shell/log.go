@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 	"github.com/urfave/cli/v2"
 )
 
@@ -17,7 +18,7 @@ func logCommand(reg *workflow.Registry) *cli.Command {
 		ArgsUsage:   "RUN",
 		Description: "Log reads the committed history and the reports; it takes no lock and writes nothing.",
 		Action: withArgs([]string{"RUN"}, func(c *cli.Context, args []string) error {
-			o, err := workflow.Open(reg, args[0])
+			o, err := engine.Open(reg, args[0])
 			if err != nil {
 				return err
 			}
@@ -34,58 +35,58 @@ func logCommand(reg *workflow.Registry) *cli.Command {
 // printLog writes one line per event: its time, the step it belongs to
 // ("step 3" for the step itself and for what follows it until the next),
 // and what happened. Paths are relative to the run directory.
-func printLog(w io.Writer, events []workflow.Event) error {
+func printLog(w io.Writer, events []engine.Event) error {
 	var b strings.Builder
 	for _, e := range events {
 		step := "start"
-		if e.Type != workflow.EventStart {
+		if e.Type != engine.EventStart {
 			step = fmt.Sprintf("step %d", e.Step)
 		}
-		fmt.Fprintf(&b, "%s  %-8s  %s\n", workflow.OneLine(e.At), step, workflow.OneLine(describe(e)))
+		fmt.Fprintf(&b, "%s  %-8s  %s\n", engine.OneLine(e.At), step, engine.OneLine(describe(e)))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
 // describe says what an event records, in words.
-func describe(e workflow.Event) string {
+func describe(e engine.Event) string {
 	switch e.Type {
-	case workflow.EventStart:
+	case engine.EventStart:
 		return fmt.Sprintf("run of %s started (%s)", e.Subject, e.Text)
-	case workflow.EventStep:
+	case engine.EventStep:
 		return "outcome: " + e.Text + uncertainEffects(e)
-	case workflow.EventHandout:
+	case engine.EventHandout:
 		return fmt.Sprintf("handed out %s, attempt %d: %s", e.Subject, e.Attempt, e.Path)
-	case workflow.EventAccept:
+	case engine.EventAccept:
 		return fmt.Sprintf("accepted %s, attempt %d", e.Subject, e.Attempt)
-	case workflow.EventRefuse:
+	case engine.EventRefuse:
 		line := fmt.Sprintf("refused %s, attempt %d (%s): %s", e.Subject, e.Attempt, e.Kind, e.Text)
 		if len(e.Messages) > 0 {
 			line += " (" + strings.Join(e.Messages, "; ") + ")"
 		}
 		return line
-	case workflow.EventReopen:
+	case engine.EventReopen:
 		return fmt.Sprintf("reopened %s: %s", e.Subject, e.Text)
-	case workflow.EventKeep:
+	case engine.EventKeep:
 		return fmt.Sprintf("kept %s of %s as %s", e.Text, e.Subject, e.Path)
-	case workflow.EventBlock:
+	case engine.EventBlock:
 		return fmt.Sprintf("blocked %s (%s): %s; record %s", e.Subject, e.Kind, e.Text, e.Path)
-	case workflow.EventEffect:
+	case engine.EventEffect:
 		return fmt.Sprintf("effect %s %s, run %d, by %s", e.Subject, e.Text, e.Attempt, e.Kind)
-	case workflow.EventLaunch:
+	case engine.EventLaunch:
 		return fmt.Sprintf("launched %s, attempt %d: %s; evidence %s", e.Subject, e.Attempt, e.Text, e.Path)
-	case workflow.EventRelease:
+	case engine.EventRelease:
 		if e.Text != "" {
 			return "released " + e.Subject + ": " + e.Text
 		}
 		return "released " + e.Subject
-	case workflow.EventAbandon:
+	case engine.EventAbandon:
 		return "abandoned the run: " + e.Text
-	case workflow.EventCarry:
+	case engine.EventCarry:
 		return fmt.Sprintf("carried %s over from its former name %s", e.Subject, e.Text)
-	case workflow.EventResolve:
+	case engine.EventResolve:
 		return fmt.Sprintf("resolved effect %s as %s", e.Subject, e.Text)
-	case workflow.EventReport:
+	case engine.EventReport:
 		line := fmt.Sprintf("report %d, %s", e.Attempt, e.Kind)
 		if e.Subject != "" {
 			line += " on " + e.Subject
@@ -101,9 +102,9 @@ func describe(e workflow.Event) string {
 
 // uncertainEffects names, for an uncertain step, the effects whose fate is
 // open and why: no other event of the step says so.
-func uncertainEffects(e workflow.Event) string {
-	var out workflow.Outcome
-	if e.Text != string(workflow.KindUncertain) || json.Unmarshal(e.Outcome, &out) != nil {
+func uncertainEffects(e engine.Event) string {
+	var out engine.Outcome
+	if e.Text != string(engine.KindUncertain) || json.Unmarshal(e.Outcome, &out) != nil {
 		return ""
 	}
 	parts := make([]string, len(out.Effects))

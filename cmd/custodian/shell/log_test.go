@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -14,14 +15,14 @@ import (
 func logOK(t *testing.T, reg *workflow.Registry, args ...string) string {
 	t.Helper()
 	r := run(t, reg, args...)
-	require.Equal(t, workflow.ExitOK, r.code, "custodian %v: %s", args, r.stderr)
+	require.Equal(t, engine.ExitOK, r.code, "custodian %v: %s", args, r.stderr)
 	require.Empty(t, r.stderr)
 	return r.stdout
 }
 
 // logStart is the first line of every log: the run's start.
 func logStart(definition, params string) string {
-	return "TIME  start     run of " + definition + " started (version " + workflow.Version + ", " + params + ")"
+	return "TIME  start     run of " + definition + " started (version " + engine.Version + ", " + params + ")"
 }
 
 // The problem scenario's course, with the agent orchestrator's repair

@@ -2,6 +2,7 @@ package shell
 
 import (
 	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 	"github.com/urfave/cli/v2"
 )
 
@@ -13,12 +14,12 @@ func releaseCommand(reg *workflow.Registry) *cli.Command {
 		Description: "SUBJECT is a job of the run, or workflow. Its attempts and repairs start over;\n" +
 			"accepted outputs of other jobs are untouched. Prints nothing.",
 		Action: withArgs([]string{"RUN", "SUBJECT"}, func(c *cli.Context, args []string) error {
-			o, err := workflow.Open(reg, args[0])
+			o, err := engine.Open(reg, args[0])
 			if err != nil {
 				return err
 			}
 			defer o.Close()
-			return o.Release(workflow.Subject(args[1]))
+			return o.Release(engine.Subject(args[1]))
 		}),
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 	"github.com/urfave/cli/v2"
 )
 
@@ -13,7 +14,7 @@ func reportCommand(reg *workflow.Registry) *cli.Command {
 		Name:      "report",
 		Usage:     "record what only the agent orchestrator can see",
 		ArgsUsage: "RUN EVENT [--job NAME] [--text TEXT]",
-		Description: "EVENT is one of: " + strings.Join(workflow.ReportEvents, ", ") + ".\n" +
+		Description: "EVENT is one of: " + strings.Join(engine.ReportEvents, ", ") + ".\n" +
 			"A report never advances the run; it appears in the block records.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "job", Usage: "the job the report is about, one that step has handed out"},
@@ -28,7 +29,7 @@ func reportCommand(reg *workflow.Registry) *cli.Command {
 			if err != nil {
 				return err
 			}
-			o, err := workflow.Open(reg, args[0])
+			o, err := engine.Open(reg, args[0])
 			if err != nil {
 				return err
 			}

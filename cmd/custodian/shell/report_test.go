@@ -3,7 +3,7 @@ package shell_test
 import (
 	"testing"
 
-	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -29,7 +29,7 @@ func TestReportRefusals(t *testing.T) {
 			dir := trialRun(t, "clean")
 			ok(t, "step", dir)
 			before := listing(t, dir)
-			requireFailure(t, custodian(t, append([]string{"report", dir}, tt.args...)...), workflow.ExitFailed, tt.hint)
+			requireFailure(t, custodian(t, append([]string{"report", dir}, tt.args...)...), engine.ExitFailed, tt.hint)
 			assert.Equal(t, before, listing(t, dir))
 		})
 	}
@@ -57,7 +57,7 @@ func TestRelease(t *testing.T) {
 			dir := trialRun(t, "clean")
 			ok(t, "step", dir)
 			before := listing(t, dir)
-			requireFailure(t, custodian(t, "release", dir, tt.subject), workflow.ExitFailed, tt.hint)
+			requireFailure(t, custodian(t, "release", dir, tt.subject), engine.ExitFailed, tt.hint)
 			assert.Equal(t, before, listing(t, dir))
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 	"github.com/urfave/cli/v2"
 )
 
@@ -28,13 +29,13 @@ func resolveCommand(reg *workflow.Registry) *cli.Command {
 			if !ok {
 				// Checked before the run is opened: a malformed command line
 				// is one whatever the path names.
-				return &workflow.UsageError{
+				return &engine.UsageError{
 					Message: subject(c) + fmt.Sprintf("%q is not an answer; resolve with completed or absent", args[2]),
 					Hint: "the operator establishes whether the effect took place (completed) or not (absent), " +
 						"and resolves with that word; until then, leave the run as it is",
 				}
 			}
-			o, err := workflow.Open(reg, args[0])
+			o, err := engine.Open(reg, args[0])
 			if err != nil {
 				return err
 			}

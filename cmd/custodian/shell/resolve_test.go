@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 	"github.com/gofrs/flock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -47,7 +48,7 @@ func (p *publisher) registry(t *testing.T) *workflow.Registry {
 func runOK(t *testing.T, reg *workflow.Registry, args ...string) string {
 	t.Helper()
 	r := run(t, reg, args...)
-	require.Equal(t, workflow.ExitOK, r.code, "custodian %v: %s", args, r.stderr)
+	require.Equal(t, engine.ExitOK, r.code, "custodian %v: %s", args, r.stderr)
 	require.Empty(t, r.stderr)
 	return r.stdout
 }
@@ -95,7 +96,7 @@ func TestResolveSettlesAnUncertainEffect(t *testing.T) {
 			// and nothing runs it again.
 			before := listing(t, dir)
 			r := run(t, reg, "resolve", dir, "publish", tt.answer)
-			requireFailure(t, r, workflow.ExitFailed, "")
+			requireFailure(t, r, engine.ExitFailed, "")
 			assert.Contains(t, r.stderr, "effect publish is completed and matches its inputs; there is nothing to resolve")
 			assert.Equal(t, before, listing(t, dir))
 			assert.Equal(t, "done\n", runOK(t, reg, "step", dir))
@@ -120,7 +121,7 @@ func TestResolveRefusals(t *testing.T) {
 				return reg, dir
 			},
 			effect: "unpublish",
-			code:   workflow.ExitFailed,
+			code:   engine.ExitFailed,
 			says:   `no effect named "unpublish" is recorded`,
 			hint:   "custodian status RUN lists the run's effects and their state",
 		},
@@ -131,7 +132,7 @@ func TestResolveRefusals(t *testing.T) {
 				return reg, dir
 			},
 			effect: "effect publish",
-			code:   workflow.ExitFailed,
+			code:   engine.ExitFailed,
 			says:   `no effect named "effect publish" is recorded`,
 			hint:   "custodian status RUN lists the run's effects and their state",
 		},
@@ -146,7 +147,7 @@ func TestResolveRefusals(t *testing.T) {
 				return reg, dir
 			},
 			effect: "publish",
-			code:   workflow.ExitFailed,
+			code:   engine.ExitFailed,
 			says:   "effect publish is completed and matches its inputs; there is nothing to resolve",
 		},
 		{
@@ -158,7 +159,7 @@ func TestResolveRefusals(t *testing.T) {
 				return reg, dir
 			},
 			effect: "publish",
-			code:   workflow.ExitFailed,
+			code:   engine.ExitFailed,
 			says:   `no effect named "publish" is recorded`,
 			hint:   "custodian status RUN lists the run's effects and their state",
 		},
@@ -168,7 +169,7 @@ func TestResolveRefusals(t *testing.T) {
 				return (&publisher{}).registry(t), t.TempDir()
 			},
 			effect: "publish",
-			code:   workflow.ExitUntrusted,
+			code:   engine.ExitUntrusted,
 			says:   "has no .custodian/run.json",
 			hint:   "check the path; start a run with custodian start",
 		},
@@ -195,7 +196,7 @@ func TestResolveOfABusyRunExits3(t *testing.T) {
 	require.True(t, locked)
 	t.Cleanup(func() { _ = lock.Unlock() })
 
-	requireFailure(t, run(t, reg, "resolve", dir, "publish", "absent"), workflow.ExitBusy, "another custodian process is working on this run")
+	requireFailure(t, run(t, reg, "resolve", dir, "publish", "absent"), engine.ExitBusy, "another custodian process is working on this run")
 	require.NoError(t, lock.Unlock())
 	assert.Contains(t, runOK(t, reg, "step", dir), "uncertain\n", "a refused resolve settled the effect")
 	assert.Equal(t, 1, p.runs)
@@ -221,7 +222,7 @@ func TestResolveTakesOnlyCompletedOrAbsent(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := listing(t, dir)
-			requireFailure(t, run(t, reg, append([]string{"resolve"}, tt.args...)...), workflow.ExitUsage, tt.hint)
+			requireFailure(t, run(t, reg, append([]string{"resolve"}, tt.args...)...), engine.ExitUsage, tt.hint)
 			assert.Equal(t, before, listing(t, dir), "a malformed resolve changed the run")
 		})
 	}
@@ -244,7 +245,7 @@ func TestReleaseOfAnEffectPointsToResolve(t *testing.T) {
 	before := listing(t, dir)
 
 	r := run(t, reg, "release", dir, "effect publish")
-	requireFailure(t, r, workflow.ExitFailed, "the operator records what took place with resolve RUN NAME completed|absent")
+	requireFailure(t, r, engine.ExitFailed, "the operator records what took place with resolve RUN NAME completed|absent")
 	assert.Contains(t, r.stderr, "effect publish is not released; an effect is resolved")
 	assert.Equal(t, before, listing(t, dir))
 	assert.Contains(t, runOK(t, reg, "step", dir), "uncertain\n")

@@ -23,6 +23,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 	"github.com/urfave/cli/v2"
 )
 
@@ -39,7 +40,7 @@ func New(reg *workflow.Registry, stdout, stderr io.Writer) *cli.App {
 		HelpName:  name,
 		Usage:     "run code-scheduled workflows of AI agents",
 		UsageText: name + " COMMAND [arguments]",
-		Version:   workflow.Version,
+		Version:   engine.Version,
 		Writer:    stdout,
 		ErrWriter: stderr,
 		Commands: []*cli.Command{
@@ -96,27 +97,27 @@ func Main(reg *workflow.Registry, args []string, stdout, stderr io.Writer) (code
 		if v := recover(); v != nil {
 			fmt.Fprintf(stderr, "%s: internal error: %v\n", name, v)
 			fmt.Fprintf(stderr, "%s: hint: this is a defect in custodian; give this message to the operator\n", name)
-			code = workflow.ExitFailed
+			code = engine.ExitFailed
 		}
 	}()
 	err := New(reg, stdout, stderr).Run(args)
 	if err == nil {
-		return workflow.ExitOK
+		return engine.ExitOK
 	}
 	var status exitStatus
 	if errors.As(err, &status) {
 		return int(status)
 	}
 	fmt.Fprintf(stderr, "%s: %s\n", name, err)
-	if h := workflow.Hint(err); h != "" {
+	if h := engine.Hint(err); h != "" {
 		fmt.Fprintf(stderr, "%s: hint: %s\n", name, h)
 	}
-	return workflow.ExitCode(err)
+	return engine.ExitCode(err)
 }
 
 // usagef returns a usage error of the command c, with its usage as the hint.
 func usagef(c *cli.Context, format string, args ...any) error {
-	return &workflow.UsageError{Message: subject(c) + fmt.Sprintf(format, args...), Hint: usage(c)}
+	return &engine.UsageError{Message: subject(c) + fmt.Sprintf(format, args...), Hint: usage(c)}
 }
 
 // subject is "step: " for a message about the step command, and nothing for
@@ -263,7 +264,7 @@ func text(c *cli.Context, flagName string) (string, error) {
 }
 
 func notUTF8(c *cli.Context, flagName, value string) error {
-	return &workflow.UsageError{
+	return &engine.UsageError{
 		Message: subject(c) + fmt.Sprintf("--%s %q is not UTF-8 text", flagName, value),
 		Hint:    "give the value as UTF-8; custodian keeps text as it is given and will not replace bytes it cannot read",
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/custodian-run/custodian/definitions"
 	"github.com/custodian-run/custodian/trial"
 	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 	"github.com/gofrs/flock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -159,7 +160,7 @@ func TestMalformedArgumentsExit2(t *testing.T) {
 			t.Chdir(t.TempDir())
 			before := listing(t, dir)
 			r := custodian(t, tt.args...)
-			requireFailure(t, r, workflow.ExitUsage, "")
+			requireFailure(t, r, engine.ExitUsage, "")
 			assert.Contains(t, r.stderr, "\ncustodian: hint: ")
 			assert.Equal(t, before, listing(t, dir), "a malformed command changed the run")
 			cwd, err := os.ReadDir(".")
@@ -197,12 +198,12 @@ func TestNotARunExits4AndWritesNothing(t *testing.T) {
 			before := listing(t, dir)
 
 			line := append([]string{args[0], dir}, args[1:]...)
-			requireFailure(t, custodian(t, line...), workflow.ExitUntrusted, "check the path; start a run with custodian start")
+			requireFailure(t, custodian(t, line...), engine.ExitUntrusted, "check the path; start a run with custodian start")
 			assert.Equal(t, before, listing(t, dir))
 
 			missing := filepath.Join(dir, "missing")
 			line = append([]string{args[0], missing}, args[1:]...)
-			requireFailure(t, custodian(t, line...), workflow.ExitUntrusted, "check the path")
+			requireFailure(t, custodian(t, line...), engine.ExitUntrusted, "check the path")
 			assert.NoFileExists(t, missing)
 			assert.NoDirExists(t, missing)
 		})
@@ -228,7 +229,7 @@ func TestUntrustedRecordsExit4(t *testing.T) {
 			before := listing(t, dir)
 
 			r := custodian(t, append([]string{tt.args[0], dir}, tt.args[1:]...)...)
-			requireFailure(t, r, workflow.ExitUntrusted, "do not edit anything under .custodian/; give this message to the operator")
+			requireFailure(t, r, engine.ExitUntrusted, "do not edit anything under .custodian/; give this message to the operator")
 			assert.Contains(t, r.stderr, tt.record)
 			assert.Equal(t, before, listing(t, dir))
 		})
@@ -245,7 +246,7 @@ func TestRunWithoutItsStateExits4(t *testing.T) {
 			before := listing(t, dir)
 
 			r := custodian(t, append([]string{args[0], dir}, args[1:]...)...)
-			requireFailure(t, r, workflow.ExitUntrusted, "do not edit anything under .custodian/; give this message to the operator")
+			requireFailure(t, r, engine.ExitUntrusted, "do not edit anything under .custodian/; give this message to the operator")
 			assert.Contains(t, r.stderr, "state.json")
 			assert.Equal(t, before, listing(t, dir))
 		})
@@ -264,7 +265,7 @@ func TestBusyRunExits3(t *testing.T) {
 	for _, args := range [][]string{{"step", dir}, {"report", dir, "repair"}, {"release", dir, "claims"}} {
 		t.Run(args[0], func(t *testing.T) {
 			r := custodian(t, args...)
-			requireFailure(t, r, workflow.ExitBusy, "another custodian process is working on this run; do not start a second loop and do not retry on your own: tell the operator")
+			requireFailure(t, r, engine.ExitBusy, "another custodian process is working on this run; do not start a second loop and do not retry on your own: tell the operator")
 			assert.Contains(t, r.stderr, "busy")
 		})
 	}
@@ -289,7 +290,7 @@ func TestBrokenDefinitionExits5(t *testing.T) {
 	before := listing(t, dir)
 
 	r = run(t, reg, "step", dir)
-	requireFailure(t, r, workflow.ExitDefinition, "the definition's code must change; give this message to the operator")
+	requireFailure(t, r, engine.ExitDefinition, "the definition's code must change; give this message to the operator")
 	assert.Contains(t, r.stderr, "same.md")
 	assert.Equal(t, before, listing(t, dir), "a step that broke a rule changed the run")
 }
@@ -301,7 +302,7 @@ func TestRunOfAnotherBinaryIsRefused(t *testing.T) {
 	before := stateOf(t, dir)
 
 	r := run(t, other, "step", dir)
-	requireFailure(t, r, workflow.ExitFailed, "use the binary that started the run")
+	requireFailure(t, r, engine.ExitFailed, "use the binary that started the run")
 	assert.Equal(t, before, stateOf(t, dir), "a refused step changed the state")
 }
 
@@ -333,7 +334,7 @@ func TestDefinitionsListsEveryDefinition(t *testing.T) {
 }
 
 func TestVersionAndHelp(t *testing.T) {
-	assert.Equal(t, "custodian version "+workflow.Version+"\n", ok(t, "--version"))
+	assert.Equal(t, "custodian version "+engine.Version+"\n", ok(t, "--version"))
 
 	dir := trialRun(t, "clean")
 	before := stateOf(t, dir)
@@ -361,7 +362,7 @@ func TestVersionAndHelp(t *testing.T) {
 func TestEnginePanicIsAnInternalError(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	code := shell.Main(nil, []string{"custodian", "definitions"}, &stdout, &stderr)
-	assert.Equal(t, workflow.ExitFailed, code)
+	assert.Equal(t, engine.ExitFailed, code)
 	assert.Contains(t, stderr.String(), "custodian: internal error: ")
 	assert.Contains(t, stderr.String(), "custodian: hint: this is a defect in custodian")
 }

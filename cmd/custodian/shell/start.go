@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 	"github.com/urfave/cli/v2"
 )
 
@@ -23,7 +24,7 @@ func startCommand(reg *workflow.Registry) *cli.Command {
 			if err != nil {
 				return err
 			}
-			o, err := workflow.Start(reg, args[0], c.String("run"), params)
+			o, err := engine.Start(reg, args[0], c.String("run"), params)
 			if err != nil {
 				return err
 			}

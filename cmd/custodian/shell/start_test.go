@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -79,7 +79,7 @@ func TestStartRefusesAParameterTheDefinitionDoesNotTake(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "run")
 			r := custodian(t, "start", "trial", "--run", dir, "--param", param)
-			requireFailure(t, r, workflow.ExitUsage, hint)
+			requireFailure(t, r, engine.ExitUsage, hint)
 			assert.NoFileExists(t, filepath.Join(dir, ".custodian", "run.json"))
 		})
 	}
@@ -91,7 +91,7 @@ func TestStartRefusesAStartedRun(t *testing.T) {
 	before := listing(t, dir)
 
 	r := custodian(t, "start", "trial", "--run", dir, "--param", "scenario=retry")
-	requireFailure(t, r, workflow.ExitFailed, "give a new directory with --run")
+	requireFailure(t, r, engine.ExitFailed, "give a new directory with --run")
 	assert.Contains(t, r.stderr, "already started")
 	assert.Equal(t, before, listing(t, dir))
 	assert.Equal(t, map[string]string{"scenario": "clean"}, runParams(t, dir))
@@ -100,7 +100,7 @@ func TestStartRefusesAStartedRun(t *testing.T) {
 func TestStartRefusesAnUnknownDefinition(t *testing.T) {
 	t.Chdir(t.TempDir())
 	r := custodian(t, "start", "nope")
-	requireFailure(t, r, workflow.ExitFailed, "custodian definitions lists the definitions this binary carries")
+	requireFailure(t, r, engine.ExitFailed, "custodian definitions lists the definitions this binary carries")
 	assert.NoDirExists(t, "runs")
 }
 

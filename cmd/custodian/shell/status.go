@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 	"github.com/urfave/cli/v2"
 )
 
@@ -21,7 +22,7 @@ func statusCommand(reg *workflow.Registry) *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print the status as one JSON object"},
 		},
 		Action: withArgs([]string{"RUN"}, func(c *cli.Context, args []string) error {
-			o, err := workflow.Open(reg, args[0])
+			o, err := engine.Open(reg, args[0])
 			if err != nil {
 				return err
 			}
@@ -47,7 +48,7 @@ func statusCommand(reg *workflow.Registry) *cli.Command {
 // line per job and per effect with what stands in their way, and what each
 // party may do now. Paths are absolute, as step prints them. Everything it
 // prints, workflow.Status decided.
-func printStatus(w io.Writer, s workflow.Status) error {
+func printStatus(w io.Writer, s engine.Status) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "run: %s\n", s.Run)
 	fmt.Fprintf(&b, "definition: %s (%s)\n", s.Definition, s.Params)
@@ -65,7 +66,7 @@ func printStatus(w io.Writer, s workflow.Status) error {
 			fmt.Fprintf(&b, "  changed since accepted: %s\n", strings.Join(j.Changed, ", "))
 		}
 		f := j.LastFailure
-		if f != nil && j.State != workflow.JobAccepted && (j.Block == nil || f.Reason != j.Block.Reason || f.Kind != string(j.Block.Kind)) {
+		if f != nil && j.State != engine.JobAccepted && (j.Block == nil || f.Reason != j.Block.Reason || f.Kind != string(j.Block.Kind)) {
 			fmt.Fprintf(&b, "  last failure: %s (%s)\n", f.Reason, f.Kind)
 		}
 		if blk := j.Block; blk != nil {
@@ -94,7 +95,7 @@ func printStatus(w io.Writer, s workflow.Status) error {
 		printStatusBlock(&b, blk.Subject.String()+": blocked: ", blk)
 	}
 	for _, e := range s.Uncertain {
-		fmt.Fprintf(&b, "%s: uncertain: %s\n", workflow.EffectSubject(e.Name), e.Detail)
+		fmt.Fprintf(&b, "%s: uncertain: %s\n", engine.EffectSubject(e.Name), e.Detail)
 	}
 	if len(s.Effects) > 0 {
 		fmt.Fprintln(&b, "effects:")
@@ -115,10 +116,10 @@ func printStatus(w io.Writer, s workflow.Status) error {
 		}
 	}
 	if a := s.Abandoned; a != nil {
-		fmt.Fprintf(&b, "abandoned: by the operator at %s: %s\n", a.At, workflow.OneLine(a.Text))
+		fmt.Fprintf(&b, "abandoned: by the operator at %s: %s\n", a.At, engine.OneLine(a.Text))
 	}
 	if r := s.StopReport; r != nil {
-		fmt.Fprintf(&b, "stopped: the agent orchestrator reported a stop after step %d (report %d): %s\n", s.Steps, r.Number, workflow.OneLine(r.Text))
+		fmt.Fprintf(&b, "stopped: the agent orchestrator reported a stop after step %d (report %d): %s\n", s.Steps, r.Number, engine.OneLine(r.Text))
 	}
 	if settled := s.SettledText(); settled != "" {
 		fmt.Fprintf(&b, "since step %d: the operator %s\n", s.Last.Step, settled)
@@ -131,9 +132,9 @@ func printStatus(w io.Writer, s workflow.Status) error {
 
 // printStatusBlock writes a block as two lines: why and what it permits, then
 // where its record is.
-func printStatusBlock(b *strings.Builder, prefix string, blk workflow.Block) {
+func printStatusBlock(b *strings.Builder, prefix string, blk engine.Block) {
 	permits := "permits a repair"
-	if blk.Permitted == workflow.PermitStop {
+	if blk.Permitted == engine.PermitStop {
 		permits = "permits only stopping"
 	}
 	indent := "  "

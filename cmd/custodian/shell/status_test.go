@@ -11,6 +11,7 @@ import (
 
 	"github.com/custodian-run/custodian/definitions"
 	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 	"github.com/gofrs/flock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -263,15 +264,15 @@ func TestStatusPrintsEffects(t *testing.T) {
 	status := func() string {
 		t.Helper()
 		r := run(t, reg, "status", dir)
-		require.Equal(t, workflow.ExitOK, r.code, r.stderr)
+		require.Equal(t, engine.ExitOK, r.code, r.stderr)
 		return statusUntimed(r.stdout)
 	}
 	step := func() {
 		t.Helper()
 		r := run(t, reg, "step", dir)
-		require.Equal(t, workflow.ExitOK, r.code, r.stderr)
+		require.Equal(t, engine.ExitOK, r.code, r.stderr)
 	}
-	require.Equal(t, workflow.ExitOK, run(t, reg, "start", "publishing", "--run", dir).code)
+	require.Equal(t, engine.ExitOK, run(t, reg, "start", "publishing", "--run", dir).code)
 
 	// The effect began and failed: the workflow is blocked, a repair permitted.
 	step()
@@ -304,7 +305,7 @@ func TestStatusPrintsEffects(t *testing.T) {
 	), status())
 
 	// The operator resolves it; the agent may step again.
-	require.Equal(t, workflow.ExitOK, run(t, reg, "resolve", dir, "publish", "completed").code)
+	require.Equal(t, engine.ExitOK, run(t, reg, "resolve", dir, "publish", "completed").code)
 	assert.Equal(t, lines(
 		"run: "+dir,
 		"definition: publishing (no parameters)",
@@ -342,18 +343,18 @@ func TestStatusJSONDecodesIntoAStatus(t *testing.T) {
 	out := ok(t, "status", dir, "--json")
 	require.True(t, strings.HasSuffix(out, "}\n"), out)
 	assert.Equal(t, 1, strings.Count(out, "\n"), "one object on one line")
-	var got workflow.Status
+	var got engine.Status
 	dec := json.NewDecoder(strings.NewReader(out))
 	dec.DisallowUnknownFields()
 	require.NoError(t, dec.Decode(&got))
 
-	o, err := workflow.Open(definitions.Builtin(), dir)
+	o, err := engine.Open(definitions.Builtin(), dir)
 	require.NoError(t, err)
 	want, err := o.Status()
 	require.NoError(t, err)
 	assert.Equal(t, want, got)
 	require.Len(t, got.Jobs, 2)
-	assert.Equal(t, workflow.JobStopped, got.Jobs[0].State)
+	assert.Equal(t, engine.JobStopped, got.Jobs[0].State)
 	assert.Equal(t, "fix the cause, then: custodian release "+dir+" assumptions", got.Operator)
 
 	// The flag may come first, too.
@@ -372,7 +373,7 @@ func TestStatusAndLogWriteNothingAndAnswerWhileBusy(t *testing.T) {
 			require.NoError(t, err)
 			require.True(t, held)
 			t.Cleanup(func() { _ = lock.Unlock() })
-			requireFailure(t, custodian(t, "step", dir), workflow.ExitBusy, "")
+			requireFailure(t, custodian(t, "step", dir), engine.ExitBusy, "")
 		}
 		for _, args := range [][]string{{"status", dir}, {"status", dir, "--json"}, {"log", dir}} {
 			before := listing(t, dir)
@@ -393,7 +394,7 @@ func TestStatusAndLogOfUntrustedRecordsExit4(t *testing.T) {
 				before := listing(t, dir)
 
 				r := custodian(t, command, dir)
-				requireFailure(t, r, workflow.ExitUntrusted, "do not edit anything under .custodian/; give this message to the operator")
+				requireFailure(t, r, engine.ExitUntrusted, "do not edit anything under .custodian/; give this message to the operator")
 				assert.Contains(t, r.stderr, record)
 				assert.Equal(t, before, listing(t, dir))
 			})
@@ -419,7 +420,7 @@ func TestStatusAndLogMalformedArgumentsExit2(t *testing.T) {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			before := listing(t, dir)
 			r := custodian(t, tt.args...)
-			requireFailure(t, r, workflow.ExitUsage, "usage: "+tt.usage)
+			requireFailure(t, r, engine.ExitUsage, "usage: "+tt.usage)
 			assert.Equal(t, before, listing(t, dir))
 		})
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/custodian-run/custodian/cmd/custodian/drive"
 	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 	"github.com/urfave/cli/v2"
 )
 
@@ -22,19 +23,20 @@ func stepCommand(reg *workflow.Registry) *cli.Command {
 			&cli.StringFlag{Name: "driver", Hidden: true},
 		},
 		Action: withArgs([]string{"RUN"}, func(c *cli.Context, args []string) error {
-			o, err := workflow.Open(reg, args[0])
+			o, err := engine.Open(reg, args[0])
 			if err != nil {
 				return err
 			}
 			defer o.Close()
+			step := o.Step
 			if c.IsSet("driver") {
 				p, err := drive.ParseDriverToken(c.String("driver"))
 				if err != nil {
 					return usagef(c, "%v", err)
 				}
-				o.DriveAs(p)
+				step = o.Driver(p).Step
 			}
-			out, err := o.Step()
+			out, err := step()
 			if err != nil {
 				return err
 			}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -46,7 +46,7 @@ func TestTrialSetupRefusals(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Chdir(t.TempDir())
-			requireFailure(t, custodian(t, append([]string{"trial", "setup"}, tt.args...)...), workflow.ExitFailed, tt.hint)
+			requireFailure(t, custodian(t, append([]string{"trial", "setup"}, tt.args...)...), engine.ExitFailed, tt.hint)
 			assert.NoDirExists(t, "runs")
 		})
 	}

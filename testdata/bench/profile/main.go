@@ -24,6 +24,7 @@ import (
 
 	"github.com/custodian-run/custodian/testdata/bench/fanout"
 	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 )
 
 var (
@@ -50,7 +51,7 @@ func run() error {
 		return err
 	}
 	defer os.RemoveAll(base)
-	var o *workflow.Orchestrator
+	var o *engine.Run
 	switch *which {
 	case "cold", "warm":
 		if o, err = finished(filepath.Join(base, "run")); err != nil {
@@ -120,11 +121,11 @@ func run() error {
 	return nil
 }
 
-func start(dir string) (*workflow.Orchestrator, error) {
+func start(dir string) (*engine.Run, error) {
 	if err := fanout.Setup(dir, *jobs, *size); err != nil {
 		return nil, err
 	}
-	return workflow.Start(fanout.Registry(), fanout.Name, dir, workflow.Params{"jobs": strconv.Itoa(*jobs), "validator": *validator})
+	return engine.Start(fanout.Registry(), fanout.Name, dir, workflow.Params{"jobs": strconv.Itoa(*jobs), "validator": *validator})
 }
 
 func first(dir string) (time.Duration, error) {
@@ -156,13 +157,13 @@ func first(dir string) (time.Duration, error) {
 	begin := time.Now()
 	out, err := o.Step()
 	d := time.Since(begin)
-	if err == nil && (out.Kind != workflow.KindLaunch || len(out.Jobs) != *jobs) {
+	if err == nil && (out.Kind != engine.KindLaunch || len(out.Jobs) != *jobs) {
 		err = fmt.Errorf("the first step gave %s with %d jobs", out.Kind, len(out.Jobs))
 	}
 	return d, err
 }
 
-func finished(dir string) (*workflow.Orchestrator, error) {
+func finished(dir string) (*engine.Run, error) {
 	o, err := start(dir)
 	if err != nil {
 		return nil, err
@@ -173,7 +174,7 @@ func finished(dir string) (*workflow.Orchestrator, error) {
 	}
 	for _, then := range steps {
 		out, err := o.Step()
-		if err == nil && out.Kind != workflow.KindLaunch {
+		if err == nil && out.Kind != engine.KindLaunch {
 			err = fmt.Errorf("a step gave %s", out.Kind)
 		}
 		if err == nil {
@@ -191,9 +192,9 @@ func finished(dir string) (*workflow.Orchestrator, error) {
 	return o, nil
 }
 
-func done(o *workflow.Orchestrator) error {
+func done(o *engine.Run) error {
 	out, err := o.Step()
-	if err == nil && out.Kind != workflow.KindDone {
+	if err == nil && out.Kind != engine.KindDone {
 		err = fmt.Errorf("a step on the finished run gave %s", out.Kind)
 	}
 	return err

@@ -43,6 +43,7 @@ import (
 
 	"github.com/custodian-run/custodian/cmd/custodian/shell"
 	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 )
 
 // variant is the version of the notes definition this binary carries; the
@@ -226,7 +227,7 @@ func worker(args []string) (int, error) {
 		if err != nil {
 			return 1, err
 		}
-		p, err := workflow.ParsePrompt(data)
+		p, err := engine.ParsePrompt(data)
 		if err != nil {
 			return 1, fmt.Errorf("%s: %w", path, err)
 		}

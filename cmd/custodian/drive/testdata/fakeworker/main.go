@@ -51,7 +51,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/custodian-run/custodian/workflow"
+	"github.com/custodian-run/custodian/workflow/engine"
 )
 
 // sleeperEnv marks the child that spawn-and-hang starts.
@@ -123,7 +123,7 @@ func play(args []string) error {
 	if err != nil {
 		return err
 	}
-	p, err := workflow.ParsePrompt(data)
+	p, err := engine.ParsePrompt(data)
 	if err != nil {
 		return fmt.Errorf("%s: %w", prompt, err)
 	}
@@ -236,7 +236,7 @@ func logLine(event, job string) {
 }
 
 // behave does what b says and returns the exit status.
-func behave(b, job string, p workflow.Prompt, cli dialect) (int, error) {
+func behave(b, job string, p engine.Prompt, cli dialect) (int, error) {
 	valid := fmt.Sprintf("# %s\n\n- a point\n- another point\n", job)
 	name, arg, _ := strings.Cut(b, ":")
 	n, _ := strconv.Atoi(arg)

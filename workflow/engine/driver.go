@@ -1,0 +1,324 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/custodian-run/custodian/internal/proc"
+	"github.com/custodian-run/custodian/store"
+)
+
+// The round's records, as the driver hands them to the engine.
+type (
+	// Round is the round of workers a drive has in flight.
+	Round = store.Round
+	// Lease is one worker of a round.
+	Lease = store.Lease
+	// Process names a process by its pid and start time.
+	Process = store.Process
+	// Launch is the evidence of one launch of a worker.
+	Launch = store.Launch
+	// UsageLimit is an account's usage limit a worker hit.
+	UsageLimit = store.UsageLimit
+	// OutputRecord says what of a worker's output stream is kept.
+	OutputRecord = store.OutputRecord
+)
+
+// ReportUsageLimited is the report of a launch that ended at the account's
+// usage limit: the job is not at fault, and the launch is not charged as
+// an attempt, up to MaxUsageLimited times per job.
+const ReportUsageLimited = "usage-limited"
+
+// MaxUsageLimited is how many launches of one job may end at a usage limit
+// in a run without being charged; past it, such a launch is a failed
+// attempt like any other.
+const MaxUsageLimited = 5
+
+// WorkersAliveError is a command refused because a recorded round has
+// workers that still run, or that cannot be seen from this host.
+type WorkersAliveError struct {
+	Run       string
+	Host      string  // the host the workers run on
+	Workers   []Lease // the workers alive, or not to be seen from here
+	Elsewhere bool    // the round runs on another host
+}
+
+func (e *WorkersAliveError) Error() string {
+	names := make([]string, len(e.Workers))
+	for i, w := range e.Workers {
+		names[i] = fmt.Sprintf("%s (pid %d)", w.Job, w.Process.Pid)
+	}
+	where := "still run"
+	if e.Elsewhere {
+		where = "run on host " + e.Host + ", where this custodian cannot see whether they still run"
+	}
+	return fmt.Sprintf("run %s: workers a drive launched %s: %s", e.Run, where, strings.Join(names, ", "))
+}
+
+// Unwrap returns ErrBusy: another process is at work on the run.
+func (e *WorkersAliveError) Unwrap() error { return ErrBusy }
+
+// Hint says how to go on.
+func (e *WorkersAliveError) Hint() string {
+	if e.Elsewhere {
+		return "drive the run on host " + e.Host + ", or make sure its workers have ended there; do not step it here meanwhile"
+	}
+	return "wait for them to end, or end them and record them with custodian drive RUN --reclaim; do not step the run meanwhile"
+}
+
+// hostname is this machine's name, as a round records it.
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "unknown"
+	}
+	return h
+}
+
+// liveWorkers returns the recorded workers that still run: on this host,
+// those Alive says run; on another host, all, since none can be seen.
+func liveWorkers(rd *store.Round) (alive []Lease, elsewhere bool) {
+	if rd == nil || len(rd.Workers) == 0 {
+		return nil, false
+	}
+	if rd.Host != hostname() {
+		return rd.Workers, true
+	}
+	for _, w := range rd.Workers {
+		if proc.Alive(w.Process.Pid, w.Process.Start) {
+			alive = append(alive, w)
+		}
+	}
+	return alive, false
+}
+
+// DriverAliveError is a command refused because a custodian drive that
+// still runs drives the run: a second loop beside it would hand the same
+// jobs to two workers, or judge a round before its workers have ended.
+type DriverAliveError struct {
+	Run       string
+	Host      string
+	Driver    Process
+	Elsewhere bool // it runs on another host, where this custodian cannot see it
+}
+
+func (e *DriverAliveError) Error() string {
+	if e.Elsewhere {
+		return fmt.Sprintf("run %s is driven by custodian drive (pid %d) on host %s, where this custodian cannot see whether it still runs",
+			e.Run, e.Driver.Pid, e.Host)
+	}
+	return fmt.Sprintf("run %s is driven by custodian drive (pid %d), which still runs", e.Run, e.Driver.Pid)
+}
+
+// Unwrap returns ErrBusy: another process is at work on the run.
+func (e *DriverAliveError) Unwrap() error { return ErrBusy }
+
+// Hint says how to go on.
+func (e *DriverAliveError) Hint() string {
+	if e.Elsewhere {
+		return "let that drive finish on host " + e.Host + "; do not step or drive the run here meanwhile"
+	}
+	return fmt.Sprintf("let it finish, or stop it with Ctrl-C or kill -INT %d (it ends its workers and records them); do not start a second loop", e.Driver.Pid)
+}
+
+// liveDriver says whether the drive a round records still runs: on this
+// host, as Alive says; on another, it cannot be told, and counts as alive.
+func liveDriver(rd *store.Round) (alive, elsewhere bool) {
+	if rd == nil || rd.Driver.Pid == 0 {
+		return false, false
+	}
+	if rd.Host != hostname() {
+		return true, true
+	}
+	return proc.Running(rd.Driver.Pid, rd.Driver.Start), false
+}
+
+// clearRound refuses while another drive drives the run, or while a
+// recorded round has workers that run, and clears what a drive that ended
+// without seeing its workers end left: its workers, and itself.
+func (run *Run) clearRound(rec *loaded, self Process) error {
+	rd := rec.round
+	if rd == nil || len(rd.Workers) == 0 && rd.Driver.Pid == 0 {
+		return nil
+	}
+	alive, elsewhere := liveDriver(rd)
+	if alive && rd.Driver != self {
+		return &DriverAliveError{Run: run.records.Dir, Host: rd.Host, Driver: rd.Driver, Elsewhere: elsewhere}
+	}
+	if workers, elsewhere := liveWorkers(rd); len(workers) > 0 {
+		return &WorkersAliveError{Run: run.records.Dir, Host: rd.Host, Workers: workers, Elsewhere: elsewhere}
+	}
+	if alive || len(rd.Workers) == 0 && rd.Driver.Pid == 0 {
+		if len(rd.Workers) == 0 {
+			return nil
+		}
+		rd.Workers = nil
+		return run.records.SaveRound("round", rd)
+	}
+	// The drive has ended and its workers with it.
+	return run.records.SaveRound("round", &store.Round{Step: rd.Step, Host: rd.Host})
+}
+
+// Driver is a run as the custodian drive that drives it holds it: the
+// drive's own steps, launches and records go through, and every other
+// loop's steps and drives are refused while the drive lives. It keeps the
+// round the drive has in flight (round.json) and the evidence of every
+// launch, so that no worker is ever left running unseen and every attempt
+// leaves evidence.
+type Driver struct {
+	run  *Run
+	self Process
+}
+
+// Driver returns the run as held by the custodian drive self, a process
+// of this host.
+func (run *Run) Driver(self Process) *Driver { return &Driver{run: run, self: self} }
+
+// Step is Run.Step, taken by the drive: a round the drive has in flight
+// does not refuse it.
+func (d *Driver) Step() (Outcome, error) { return d.run.step(d.self) }
+
+// Begin records that the drive drives the run from now on: every command
+// but the drive's own is refused until End, or until the drive has ended.
+// It refuses while another drive drives the run, or while workers of an
+// earlier one run.
+func (d *Driver) Begin() error {
+	if d.self.Pid == 0 {
+		return errors.New("begin a drive: the drive names no process: a defect in custodian")
+	}
+	return d.run.locked(func(rec *loaded) error {
+		if err := d.run.clearRound(rec, d.self); err != nil {
+			return err
+		}
+		return d.run.records.SaveRound("round", &store.Round{Step: rec.state.Steps, Host: hostname(), Driver: d.self})
+	})
+}
+
+// End records that the drive has ended: the run is free for any loop. It
+// leaves a round whose workers still run as it is.
+func (d *Driver) End() error {
+	return d.run.locked(func(rec *loaded) error {
+		rd := rec.round
+		if rd == nil || rd.Driver != d.self || len(rd.Workers) > 0 {
+			return nil
+		}
+		return d.run.records.SaveRound("round", &store.Round{Step: rd.Step, Host: rd.Host})
+	})
+}
+
+// InFlight returns the round a drive has in flight, or nil. It takes no
+// lock and writes nothing.
+func (d *Driver) InFlight() (*Round, error) {
+	rec, err := d.run.read()
+	if err != nil {
+		return nil, err
+	}
+	return rec.round, nil
+}
+
+// BeginRound records that the drive begins a round of launches for the
+// hand-outs of the last step, with no worker yet: each is leased as it
+// starts. It refuses while an earlier round has workers that run.
+func (d *Driver) BeginRound() error {
+	return d.run.locked(func(rec *loaded) error {
+		if err := d.run.clearRound(rec, d.self); err != nil {
+			return err
+		}
+		return d.run.records.SaveRound("round", &store.Round{Step: rec.state.Steps, Host: hostname(), Driver: d.self})
+	})
+}
+
+// Lease records a worker of the round in flight as soon as it has
+// started, before anything waits on it.
+func (d *Driver) Lease(l Lease) error {
+	return d.run.locked(func(rec *loaded) error {
+		rd := rec.round
+		if rd == nil {
+			return fmt.Errorf("lease worker %s of run %s: no round is in flight: a defect in custodian", l.Job, d.run.records.Dir)
+		}
+		rd.Workers = append(rd.Workers, l)
+		return d.run.records.SaveRound("round", rd)
+	})
+}
+
+// NextLaunch returns the number the next launch of job gets.
+func (d *Driver) NextLaunch(job string) (int, error) { return d.run.records.NextLaunch(job) }
+
+// RecordLaunch keeps the evidence of a launch that ended, or that never
+// started (its stdout and stderr as kept, and launch.json), drops its
+// worker from the round in flight, and records the launch in the history.
+// It returns where the evidence is, run-relative.
+func (d *Driver) RecordLaunch(l *Launch, stdout, stderr []byte) (string, error) {
+	var dir string
+	err := d.run.locked(func(rec *loaded) error {
+		if rec.state.Jobs[l.Job] == nil {
+			return fmt.Errorf("record a launch of %q: the run has no such job: a defect in custodian", l.Job)
+		}
+		var err error
+		if dir, err = d.run.records.SaveLaunch(l, stdout, stderr); err != nil {
+			return err
+		}
+		if rd := rec.round; rd != nil {
+			n := len(rd.Workers)
+			rd.Workers = slices.DeleteFunc(rd.Workers, func(w Lease) bool { return w.Job == l.Job && w.Launch == l.Launch })
+			if len(rd.Workers) != n {
+				if err := d.run.records.SaveRound("round", rd); err != nil {
+					return err
+				}
+			}
+		}
+		text := l.Outcome
+		if l.Outcome != "failed-to-start" {
+			status := fmt.Sprintf("exit %d", l.ExitStatus)
+			if l.Signal != "" {
+				status = "signal " + l.Signal
+			}
+			text += ", " + status
+		}
+		events := sealHistory(rec.state, rec.effects, []store.Event{{Type: store.EventLaunch, Subject: l.Job, Attempt: l.Attempt,
+			Kind: l.Outcome, Text: text, Path: dir}})
+		return d.run.commit("launch-state", rec.state, events)
+	})
+	return dir, err
+}
+
+// EndRound records that the round in flight is over: every worker of it
+// has ended and been recorded.
+func (d *Driver) EndRound() error {
+	return d.run.locked(func(rec *loaded) error {
+		if rec.round == nil {
+			return nil
+		}
+		return d.run.clearRound(rec, d.self)
+	})
+}
+
+// ReportUsageLimited records that a launch of job ended at the account's
+// usage limit. The job is not at fault: free says the launch is not
+// charged as an attempt and may be made again with the same hand-out,
+// which holds for the first MaxUsageLimited such launches of a job in the
+// run. Past them, the launch counts as a failed attempt like any other.
+func (d *Driver) ReportUsageLimited(job, text string) (rep Report, free bool, err error) {
+	return d.run.reportUsageLimited(job, text)
+}
+
+// reportUsageLimited is Driver.ReportUsageLimited, and the report
+// usage-limited that the command line takes.
+func (run *Run) reportUsageLimited(job, text string) (rep Report, free bool, err error) {
+	err = run.locked(func(rec *loaded) error {
+		js := rec.state.Jobs[job]
+		if js == nil {
+			return refused("name a job that step has handed out", "job %q is not a job of run %s", job, run.records.Dir)
+		}
+		t := trouble(js)
+		t.UsageLimited++
+		free = t.UsageLimited <= MaxUsageLimited
+		var err error
+		rep, err = run.commitReport(rec, ReportUsageLimited, job, text)
+		return err
+	})
+	return rep, free, err
+}

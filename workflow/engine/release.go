@@ -1,0 +1,51 @@
+package engine
+
+import (
+	"maps"
+
+	"github.com/custodian-run/custodian/store"
+)
+
+// Release lets a stopped subject, a job or "workflow", be tried again: its
+// attempts and repairs start over. Accepted outputs of other jobs are
+// untouched. Only the operator releases.
+func (run *Run) Release(subject Subject) error {
+	return run.locked(func(rec *loaded) error {
+		st := rec.state
+		switch {
+		case isEffect(subject):
+			return refused("the operator records what took place with resolve RUN NAME completed|absent",
+				"%s is not released; an effect is resolved", subject)
+		case subject == WorkflowSubject:
+			if st.Workflow.Stopped == nil {
+				return refused("run step: a block that permits a repair is the agent orchestrator's to repair; release only a subject step reports as permitting only stopping", "workflow is not stopped")
+			}
+			// A stop of a changed definition lets through exactly the
+			// changes it listed.
+			maps.Copy(st.Workflow.Allowed, st.Workflow.Stopped.Changes)
+			st.Workflow.Stopped = nil
+			st.Workflow.Places = map[string]int{}
+		default:
+			job := string(subject)
+			js := st.Jobs[job]
+			if js == nil {
+				return refused("name a job of the run, or workflow", "run %s has no job %q", run.records.Dir, job)
+			}
+			if js.Trouble == nil || js.Trouble.Stopped == nil {
+				return refused("run step: a block that permits a repair is the agent orchestrator's to repair; release only a subject step reports as permitting only stopping", "job %s is not stopped", job)
+			}
+			t := js.Trouble
+			t.Stopped = nil
+			t.Failures, t.BlocksTowardLimit = 0, 0
+			t.History = []string{}
+			js.Outstanding = nil
+		}
+		events := sealHistory(st, rec.effects, []store.Event{{Type: store.EventRelease, Subject: string(subject)}})
+		return run.commit("release", st, events)
+	})
+}
+
+func isEffect(s Subject) bool {
+	_, ok := s.Effect()
+	return ok
+}
