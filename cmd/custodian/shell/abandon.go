@@ -16,20 +16,15 @@ func abandonCommand(reg *workflow.Registry) *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "text", Usage: "why the run ends, in a sentence"},
 		},
-		Action: withArgs([]string{"RUN"}, func(c *cli.Context, args []string) error {
+		Action: withRun(reg, nil, func(c *cli.Context, _ []string) (func(*engine.Run) error, error) {
 			why, err := text(c, "text")
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if why == "" {
-				return usagef(c, "--text is required: say why the run ends")
+				return nil, usagef(c, "--text is required: say why the run ends")
 			}
-			o, err := engine.Open(reg, args[0])
-			if err != nil {
-				return err
-			}
-			defer o.Close()
-			return o.Abandon(why)
+			return func(o *engine.Run) error { return o.Abandon(why) }, nil
 		}),
 	}
 }

@@ -1,9 +1,7 @@
 package shell
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
 	"unicode/utf8"
 
 	"github.com/custodian-run/custodian/workflow"
@@ -24,37 +22,29 @@ func checkCommand(reg *workflow.Registry) *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print the check as one JSON object"},
 			&cli.StringSliceFlag{Name: "map", Usage: "files outside the run recorded under OLD are found under NEW, `OLD=NEW`; repeat for more", KeepSpace: true},
 		},
-		Action: withArgs([]string{"RUN"}, func(c *cli.Context, args []string) error {
+		Action: withRun(reg, nil, func(c *cli.Context, _ []string) (func(*engine.Run) error, error) {
 			var maps []engine.Map
 			for _, s := range c.StringSlice("map") {
 				if !utf8.ValidString(s) {
-					return &engine.UsageError{Message: "check: --map is not UTF-8 text", Hint: "give two absolute directories as UTF-8 text: --map /where/it/was=/where/it/is"}
+					return nil, &engine.UsageError{Message: "check: --map is not UTF-8 text", Hint: "give two absolute directories as UTF-8 text: --map /where/it/was=/where/it/is"}
 				}
 				m, err := engine.ParseMap(s)
 				var bad *engine.UsageError
 				if errors.As(err, &bad) {
-					return &engine.UsageError{Message: "check: " + bad.Message, Hint: bad.Hint}
+					return nil, &engine.UsageError{Message: "check: " + bad.Message, Hint: bad.Hint}
 				}
 				maps = append(maps, m)
 			}
-			o, err := engine.Open(reg, args[0])
-			if err != nil {
-				return err
-			}
-			defer o.Close()
-			check, err := o.Check(maps...)
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				data, err := json.Marshal(check)
+			return func(o *engine.Run) error {
+				check, err := o.Check(maps...)
 				if err != nil {
 					return err
 				}
-				_, err = fmt.Fprintf(c.App.Writer, "%s\n", data)
-				return err
-			}
-			return check.WriteText(c.App.Writer)
+				if c.Bool("json") {
+					return printJSON(c, check)
+				}
+				return check.WriteText(c.App.Writer)
+			}, nil
 		}),
 	}
 }

@@ -36,64 +36,61 @@ func driveCommand(reg *workflow.Registry) *cli.Command {
 			&cli.BoolFlag{Name: "reclaim", Usage: "end the workers an earlier drive left running, record them as killed, and go on"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object per event, the last step's outcome last"},
 		},
-		Action: withArgs([]string{"RUN"}, func(c *cli.Context, args []string) error {
+		Action: withRun(reg, nil, func(c *cli.Context, _ []string) (func(*engine.Run) error, error) {
 			if !c.IsSet("worker") {
-				return usagef(c, "--worker is required: one of %s", strings.Join(drive.Workers, ", "))
+				return nil, usagef(c, "--worker is required: one of %s", strings.Join(drive.Workers, ", "))
 			}
 			command, err := text(c, "command")
 			if err != nil {
-				return err
+				return nil, err
 			}
 			profile, err := drive.NewProfile(c.String("worker"), command)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if c.Int("max-parallel") < 0 {
-				return usagef(c, "--max-parallel %d is not a number of workers", c.Int("max-parallel"))
+				return nil, usagef(c, "--max-parallel %d is not a number of workers", c.Int("max-parallel"))
 			}
 			for _, name := range []string{"timeout", "idle-timeout", "grace", "max-wait"} {
 				if c.Duration(name) < 0 {
-					return usagef(c, "--%s %s is negative", name, c.Duration(name))
+					return nil, usagef(c, "--%s %s is negative", name, c.Duration(name))
 				}
 			}
 			binary, err := os.Executable()
 			if err != nil {
-				return fmt.Errorf("drive: find this binary: %w", err)
+				return nil, fmt.Errorf("drive: find this binary: %w", err)
 			}
-			o, err := engine.Open(reg, args[0])
-			if err != nil {
-				return err
-			}
-			defer o.Close()
-			interrupts := make(chan os.Signal, 2)
-			signal.Notify(interrupts, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-			defer signal.Stop(interrupts)
-			progress := drive.NewSink(c.App.ErrWriter, false)
-			if c.Bool("json") {
-				progress = drive.NewSink(c.App.Writer, true)
-			}
-			status, err := drive.Drive(o, drive.Config{
-				Binary:      binary,
-				Profile:     profile,
-				MaxParallel: c.Int("max-parallel"),
-				Timeout:     c.Duration("timeout"),
-				Idle:        c.Duration("idle-timeout"),
-				Grace:       c.Duration("grace"),
-				MaxWait:     c.Duration("max-wait"),
-				Reclaim:     c.Bool("reclaim"),
-				JSON:        c.Bool("json"),
-				Stdout:      c.App.Writer,
-				Stderr:      c.App.ErrWriter,
-				Progress:    progress,
-				Interrupts:  interrupts,
-			})
-			if err != nil {
-				return err
-			}
-			if status != engine.ExitOK {
-				return exitStatus(status)
-			}
-			return nil
+			return func(o *engine.Run) error {
+				interrupts := make(chan os.Signal, 2)
+				signal.Notify(interrupts, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+				defer signal.Stop(interrupts)
+				progress := drive.NewSink(c.App.ErrWriter, false)
+				if c.Bool("json") {
+					progress = drive.NewSink(c.App.Writer, true)
+				}
+				status, err := drive.Drive(o, drive.Config{
+					Binary:      binary,
+					Profile:     profile,
+					MaxParallel: c.Int("max-parallel"),
+					Timeout:     c.Duration("timeout"),
+					Idle:        c.Duration("idle-timeout"),
+					Grace:       c.Duration("grace"),
+					MaxWait:     c.Duration("max-wait"),
+					Reclaim:     c.Bool("reclaim"),
+					JSON:        c.Bool("json"),
+					Stdout:      c.App.Writer,
+					Stderr:      c.App.ErrWriter,
+					Progress:    progress,
+					Interrupts:  interrupts,
+				})
+				if err != nil {
+					return err
+				}
+				if status != engine.ExitOK {
+					return exitStatus(status)
+				}
+				return nil
+			}, nil
 		}),
 	}
 }

@@ -17,17 +17,14 @@ func logCommand(reg *workflow.Registry) *cli.Command {
 		Usage:       "print the run's history: every step, hand-out, verdict, block, report, resolve and release; read-only",
 		ArgsUsage:   "RUN",
 		Description: "Log reads the committed history and the reports; it takes no lock and writes nothing.",
-		Action: withArgs([]string{"RUN"}, func(c *cli.Context, args []string) error {
-			o, err := engine.Open(reg, args[0])
-			if err != nil {
-				return err
-			}
-			defer o.Close()
-			events, err := o.Log()
-			if err != nil {
-				return err
-			}
-			return printLog(c.App.Writer, events)
+		Action: withRun(reg, nil, func(c *cli.Context, _ []string) (func(*engine.Run) error, error) {
+			return func(o *engine.Run) error {
+				events, err := o.Log()
+				if err != nil {
+					return err
+				}
+				return printLog(c.App.Writer, events)
+			}, nil
 		}),
 	}
 }

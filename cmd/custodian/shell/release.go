@@ -13,13 +13,8 @@ func releaseCommand(reg *workflow.Registry) *cli.Command {
 		ArgsUsage: "RUN SUBJECT",
 		Description: "SUBJECT is a job of the run, or workflow. Its attempts and repairs start over;\n" +
 			"accepted outputs of other jobs are untouched. Prints nothing.",
-		Action: withArgs([]string{"RUN", "SUBJECT"}, func(c *cli.Context, args []string) error {
-			o, err := engine.Open(reg, args[0])
-			if err != nil {
-				return err
-			}
-			defer o.Close()
-			return o.Release(engine.Subject(args[1]))
+		Action: withRun(reg, []string{"SUBJECT"}, func(c *cli.Context, args []string) (func(*engine.Run) error, error) {
+			return func(o *engine.Run) error { return o.Release(engine.Subject(args[0])) }, nil
 		}),
 	}
 }

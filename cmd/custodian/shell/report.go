@@ -20,26 +20,23 @@ func reportCommand(reg *workflow.Registry) *cli.Command {
 			&cli.StringFlag{Name: "job", Usage: "the job the report is about, one that step has handed out"},
 			&cli.StringFlag{Name: "text", Usage: "what happened, in a sentence"},
 		},
-		Action: withArgs([]string{"RUN", "EVENT"}, func(c *cli.Context, args []string) error {
+		Action: withRun(reg, []string{"EVENT"}, func(c *cli.Context, args []string) (func(*engine.Run) error, error) {
 			job, err := text(c, "job")
 			if err != nil {
-				return err
+				return nil, err
 			}
 			what, err := text(c, "text")
 			if err != nil {
-				return err
+				return nil, err
 			}
-			o, err := engine.Open(reg, args[0])
-			if err != nil {
+			return func(o *engine.Run) error {
+				rep, err := o.Report(args[0], job, what)
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintf(c.App.Writer, "report %d recorded\n", rep.Number)
 				return err
-			}
-			defer o.Close()
-			rep, err := o.Report(args[1], job, what)
-			if err != nil {
-				return err
-			}
-			_, err = fmt.Fprintf(c.App.Writer, "report %d recorded\n", rep.Number)
-			return err
+			}, nil
 		}),
 	}
 }

@@ -24,23 +24,16 @@ func resolveCommand(reg *workflow.Registry) *cli.Command {
 			"with its inputs as they are now; absent withdraws it, so that it runs again at the next step that\n" +
 			"reaches it: remove any part of it that took place first. Only the operator resolves, once they have\n" +
 			"established what took place. Prints nothing.",
-		Action: withArgs([]string{"RUN", "EFFECT", "completed|absent"}, func(c *cli.Context, args []string) error {
-			what, ok := answers[args[2]]
+		Action: withRun(reg, []string{"EFFECT", "completed|absent"}, func(c *cli.Context, args []string) (func(*engine.Run) error, error) {
+			what, ok := answers[args[1]]
 			if !ok {
-				// Checked before the run is opened: a malformed command line
-				// is one whatever the path names.
-				return &engine.UsageError{
-					Message: subject(c) + fmt.Sprintf("%q is not an answer; resolve with completed or absent", args[2]),
+				return nil, &engine.UsageError{
+					Message: subject(c) + fmt.Sprintf("%q is not an answer; resolve with completed or absent", args[1]),
 					Hint: "the operator establishes whether the effect took place (completed) or not (absent), " +
 						"and resolves with that word; until then, leave the run as it is",
 				}
 			}
-			o, err := engine.Open(reg, args[0])
-			if err != nil {
-				return err
-			}
-			defer o.Close()
-			return o.Resolve(args[1], what)
+			return func(o *engine.Run) error { return o.Resolve(args[0], what) }, nil
 		}),
 	}
 }

@@ -16,6 +16,7 @@
 package shell
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -177,6 +178,35 @@ func withArgs(names []string, fn func(c *cli.Context, args []string) error) cli.
 		}
 		return fn(c, args)
 	}
+}
+
+// withRun is withArgs for a command whose first argument is a run, RUN,
+// followed by names: parse reads the command line and returns what to do
+// with the run, which is opened only then, so that a malformed command
+// line is one whatever the path names, and closed after.
+func withRun(reg *workflow.Registry, names []string, parse func(c *cli.Context, args []string) (func(*engine.Run) error, error)) cli.ActionFunc {
+	return withArgs(append([]string{"RUN"}, names...), func(c *cli.Context, args []string) error {
+		act, err := parse(c, args[1:])
+		if err != nil {
+			return err
+		}
+		o, err := engine.Open(reg, args[0])
+		if err != nil {
+			return err
+		}
+		defer o.Close()
+		return act(o)
+	})
+}
+
+// printJSON prints v as one line of JSON, as every --json does.
+func printJSON(c *cli.Context, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(c.App.Writer, "%s\n", data)
+	return err
 }
 
 // operands sets the flags among c's arguments and returns the rest, in

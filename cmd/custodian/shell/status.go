@@ -1,7 +1,6 @@
 package shell
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -21,25 +20,17 @@ func statusCommand(reg *workflow.Registry) *cli.Command {
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print the status as one JSON object"},
 		},
-		Action: withArgs([]string{"RUN"}, func(c *cli.Context, args []string) error {
-			o, err := engine.Open(reg, args[0])
-			if err != nil {
-				return err
-			}
-			defer o.Close()
-			s, err := o.Status()
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				data, err := json.Marshal(s)
+		Action: withRun(reg, nil, func(c *cli.Context, _ []string) (func(*engine.Run) error, error) {
+			return func(o *engine.Run) error {
+				s, err := o.Status()
 				if err != nil {
 					return err
 				}
-				_, err = fmt.Fprintf(c.App.Writer, "%s\n", data)
-				return err
-			}
-			return printStatus(c.App.Writer, s)
+				if c.Bool("json") {
+					return printJSON(c, s)
+				}
+				return printStatus(c.App.Writer, s)
+			}, nil
 		}),
 	}
 }

@@ -1,9 +1,6 @@
 package shell
 
 import (
-	"encoding/json"
-	"fmt"
-
 	"github.com/custodian-run/custodian/cmd/custodian/drive"
 	"github.com/custodian-run/custodian/workflow"
 	"github.com/custodian-run/custodian/workflow/engine"
@@ -22,33 +19,29 @@ func stepCommand(reg *workflow.Registry) *cli.Command {
 			// custodian drive names itself to the steps it runs.
 			&cli.StringFlag{Name: "driver", Hidden: true},
 		},
-		Action: withArgs([]string{"RUN"}, func(c *cli.Context, args []string) error {
-			o, err := engine.Open(reg, args[0])
-			if err != nil {
-				return err
-			}
-			defer o.Close()
-			step := o.Step
+		Action: withRun(reg, nil, func(c *cli.Context, _ []string) (func(*engine.Run) error, error) {
+			var driver *engine.Process
 			if c.IsSet("driver") {
 				p, err := drive.ParseDriverToken(c.String("driver"))
 				if err != nil {
-					return usagef(c, "%v", err)
+					return nil, usagef(c, "%v", err)
 				}
-				step = o.Driver(p).Step
+				driver = &p
 			}
-			out, err := step()
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				data, err := json.Marshal(out)
+			return func(o *engine.Run) error {
+				step := o.Step
+				if driver != nil {
+					step = o.Driver(*driver).Step
+				}
+				out, err := step()
 				if err != nil {
 					return err
 				}
-				_, err = fmt.Fprintf(c.App.Writer, "%s\n", data)
-				return err
-			}
-			return out.WriteText(c.App.Writer)
+				if c.Bool("json") {
+					return printJSON(c, out)
+				}
+				return out.WriteText(c.App.Writer)
+			}, nil
 		}),
 	}
 }
