@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/renameio/v2"
+
 	"github.com/custodian-run/custodian/workflow"
 )
 
@@ -172,32 +174,14 @@ func recognizeStamp(stamp string) (workflow.Recognition, error) {
 	}
 }
 
-// writeAtomic replaces path with data: a temporary file beside it is
-// written, synced and renamed over it.
+// writeAtomic replaces path with data, outside the run, where a path may
+// be trusted: renameio writes a temporary file beside it, syncs it and
+// renames it over path; the directory is synced after, which renameio does
+// not do, so that the rename survives a power cut.
 func writeAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
+	if err := renameio.WriteFile(path, data, 0o644); err != nil {
 		return err
 	}
-	defer os.Remove(f.Name()) // fails harmlessly once the rename is done
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(f.Name(), 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return err
-	}
-	// The rename survives a power cut only once the directory is synced.
 	dir, err := os.Open(filepath.Dir(path))
 	if err != nil {
 		return err
