@@ -517,10 +517,17 @@ func TestDriveTrialScenarios(t *testing.T) {
 			execEnd: &end{10, map[string]int{"assumptions": 1, "claims": 2}},
 		},
 		{scenario: "uncertain", end: end{11, map[string]int{"assumptions": 1, "claims": 1, "reconcile": 1}}},
-		{scenario: "busy", flags: []string{"--hold", "5"}, end: end{3, map[string]int{}}},
+		{scenario: "busy", flags: []string{"--hold", "2"}, end: end{3, map[string]int{}}},
 	}
 	for _, tt := range tests {
-		for _, profile := range profiles {
+		// Every scenario with one profile, and every profile on the
+		// scenario that tells them apart: the launch parameters each maps
+		// or cannot.
+		scenarioProfiles := []string{"claude"}
+		if tt.scenario == "parameters" {
+			scenarioProfiles = profiles
+		}
+		for _, profile := range scenarioProfiles {
 			t.Run(tt.scenario+"/"+profile, func(t *testing.T) {
 				t.Parallel()
 				want := tt.end
@@ -602,7 +609,7 @@ func driveBusy(t *testing.T, dir string, h *harness, profile string, r result) {
 
 func TestDriveMaxParallel(t *testing.T) {
 	t.Parallel()
-	const jobs, parallel = 200, 8
+	const jobs, parallel = 48, 8
 	bin := variantBinaries["fanout"]
 	require.NotEmpty(t, bin, "no build of variant fanout")
 	dir := filepath.Join(t.TempDir(), "run")

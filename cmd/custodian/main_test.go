@@ -181,7 +181,7 @@ func TestVersion(t *testing.T) {
 }
 
 func TestBusyRunIsRefusedAtOnce(t *testing.T) {
-	dir := trialRun(t, "busy", "--hold", "5")
+	dir := trialRun(t, "busy", "--hold", "2")
 	assert.NoFileExists(t, dir+".hold", "setup returned before the hold began")
 	assert.FileExists(t, dir+".hold.log")
 
