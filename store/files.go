@@ -192,7 +192,10 @@ func (f *Files) Locate(locate func(key string) string) { f.locate = locate }
 // Files returns the run's file hasher for one command. It reads the hash
 // cache; a missing or damaged cache is an empty one.
 func (r *Run) Files() *Files {
-	return &Files{run: r, begun: time.Now().UnixNano(), cache: r.loadCache(), seen: map[string]FileInfo{}}
+	c := r.loadCache()
+	// Sized for what the last command looked at, which this one mostly
+	// looks at again, with its problem paths.
+	return &Files{run: r, begun: time.Now().UnixNano(), cache: c, seen: make(map[string]FileInfo, 3*len(c.entries)/2)}
 }
 
 // Identity says which file Hash last found at rel, a path inside the run,

@@ -266,7 +266,13 @@ func (r *Run) LoadState() (*State, error) {
 
 // SaveState replaces state.json with s. label names the write point.
 func (r *Run) SaveState(label string, s *State) error {
-	return r.writeRecord(label, statePath("state.json"), s)
+	rel := statePath("state.json")
+	// A job's record takes a few hundred bytes.
+	data, err := encodeSized(s, 4096+512*len(s.Jobs))
+	if err != nil {
+		return fmt.Errorf("write %s: %w", r.abs(rel), err)
+	}
+	return r.write(label, rel, data)
 }
 
 // check holds every name, path and count of the state to its rules: a

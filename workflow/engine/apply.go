@@ -16,10 +16,14 @@ import "github.com/custodian-run/custodian/store"
 // next step writes the same files again); one that ends after it leaves
 // moves owed, which the next step finishes first.
 func (run *Run) apply(p *plan) error {
-	for _, t := range p.texts {
+	for i := range p.texts {
+		t := &p.texts[i]
 		if err := run.records.WriteText(t.label, t.rel, t.data); err != nil {
 			return err
 		}
+		// Ten thousand prompts are megabytes the rest of the step need not
+		// keep.
+		t.data = nil
 	}
 	if len(p.texts) > 0 {
 		// One sync of the file system for every text the step wrote, rather

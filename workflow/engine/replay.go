@@ -115,9 +115,11 @@ func newReplay(o *Run, rec *loaded, limits workflow.Limits) *replay {
 		limits:  limits,
 		state:   rec.state,
 		journal: o.records.SaveEffect,
-		named:   map[string]*named{},
-		owners:  map[string]*named{},
-		readers: map[string]*named{},
+		// Sized for the jobs the state knows, which a replay mostly names
+		// again.
+		named:   make(map[string]*named, len(rec.state.Jobs)),
+		owners:  make(map[string]*named, 2*len(rec.state.Jobs)),
+		readers: make(map[string]*named, len(rec.state.Jobs)),
 		effects: rec.effects,
 		reached: map[string]bool{},
 		patches: o.records.Record.Patches,

@@ -20,6 +20,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"runtime/debug"
 	"strings"
 	"unicode/utf8"
 
@@ -30,6 +32,10 @@ import (
 
 // name prefixes every message, whatever the binary is called.
 const name = "custodian"
+
+// memoryLimit is the process's soft memory limit (debug.SetMemoryLimit)
+// unless GOMEMLIMIT gives one.
+const memoryLimit = 56 << 20
 
 // New returns the command-line application for the definitions in reg. Its
 // commands write their output to stdout and nothing else; an error is
@@ -101,6 +107,14 @@ func Main(reg *workflow.Registry, args []string, stdout, stderr io.Writer) (code
 			code = engine.ExitFailed
 		}
 	}()
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// A step of ten thousand jobs keeps its prompts and records until
+		// it commits; a soft bound makes the collector work as the heap
+		// nears it rather than at twice what is live, so that such a step
+		// stays under 64 MiB. GOMEMLIMIT raises it for a definition that
+		// keeps more.
+		debug.SetMemoryLimit(memoryLimit)
+	}
 	err := New(reg, stdout, stderr).Run(args)
 	if err == nil {
 		return engine.ExitOK
