@@ -131,7 +131,63 @@ func run() error {
 		}
 	}
 	report(all, ns)
+	budgets(all, ns)
 	return nil
+}
+
+// A budget is what a user may wait for at 10,000 jobs with 1 KiB inputs
+// (docs/performance.md): a bound on a case's median time, its peak memory
+// or its state.
+type budget struct {
+	what  string
+	check func(r *result) (measured string, met bool)
+	cases []string
+}
+
+var budgetList = []budget{
+	{"a step on a finished run, warm cache, at most 0.3 s", timeBudget(300 * time.Millisecond), []string{"finished, warm cache"}},
+	{"a step on a finished run, cold cache, at most 0.5 s", timeBudget(500 * time.Millisecond), []string{"finished, cold cache"}},
+	{"the first step, 10,000 hand-outs, under 1.5 s", timeBudget(1500 * time.Millisecond), []string{"first step"}},
+	{"peak memory under 64 MiB", func(r *result) (string, bool) {
+		p := peak(r.custodian)
+		return fmt.Sprintf("%.1f MiB (%s)", float64(p)/(1<<20), r.name), p < 64<<20
+	}, []string{"first step", "finished, cold cache", "finished, warm cache"}},
+	{"state.json under 6 MB", func(r *result) (string, bool) {
+		return bytesText(r.state), r.state < 6_000_000
+	}, []string{"finished, warm cache"}},
+}
+
+func timeBudget(limit time.Duration) func(r *result) (string, bool) {
+	return func(r *result) (string, bool) {
+		m := median(r.custodian)
+		return fmt.Sprintf("%s (floor %s, %s)", ms(m), ms(median(r.floor)), r.floorName), m <= limit
+	}
+}
+
+// budgets holds the cases of 10,000 jobs with 1 KiB inputs and the default
+// validator to the budgets, and says which are met; the floor of the same
+// run says what the machine itself costs.
+func budgets(all []*result, ns []int) {
+	if !slices.Contains(ns, 10000) {
+		return
+	}
+	fmt.Println()
+	fmt.Println("budgets at 10,000 jobs, 1 KiB inputs (docs/performance.md)")
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	for _, b := range budgetList {
+		for _, r := range all {
+			if r.n != 10000 || r.size != 1<<10 || !slices.Contains(b.cases, r.name) {
+				continue
+			}
+			measured, met := b.check(r)
+			verdict := "met"
+			if !met {
+				verdict = "OVER"
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\n", b.what, measured, verdict)
+		}
+	}
+	w.Flush()
 }
 
 func parseSizes(s string) ([]int, error) {
@@ -173,7 +229,7 @@ func (b *bench) size(n, size int, validator string) ([]*result, error) {
 		suffix, firsts = ", validator "+validator, 1
 		params = append(params, "--param", "validator="+validator)
 	}
-	first := &result{name: "first step" + suffix, n: n, size: size}
+	first := &result{name: "first step" + suffix, n: n, size: size, floorName: "write"}
 	var runs []string
 	for i := range firsts {
 		run := filepath.Join(b.dir, fmt.Sprintf("run-%d-%d-%s-%d", n, size, validator, i))
@@ -192,6 +248,10 @@ func (b *bench) size(n, size int, validator string) ([]*result, error) {
 		}
 		first.custodian = append(first.custodian, s)
 		runs = append(runs, run)
+		if s, err = b.timed(b.floor, "-jobs="+strconv.Itoa(n), "-mode=write", run); err != nil {
+			return nil, err
+		}
+		first.floor = append(first.floor, s)
 	}
 	// No run is removed before the end: a file system that just freed
 	// many inodes makes the next ones it hands out slow (ext4 skips inodes
