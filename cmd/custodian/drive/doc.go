@@ -1,5 +1,13 @@
-// Package drive is the process layer of `custodian drive`: everything a
-// worker process needs, and nothing about the run it works for.
+// Package drive is `custodian drive`: the agent orchestrator's loop carried
+// out in code, with a worker process per hand-out.
+//
+// [Drive] steps the run, each step in a process of its own
+// (`custodian step RUN --json`), launches one worker per hand-out within
+// [Config.MaxParallel], waits for the round, and steps again, until the
+// run is done, blocked or uncertain, or an interrupt ends it. It holds the
+// run through an engine.Driver: the round in flight, a lease for each
+// worker as it starts, and the evidence of every launch. It reports the
+// stop as the loop instruction says, and never repairs.
 //
 // A [Profile] (claude, codex or exec) turns a hand-out into a [Command]: the
 // command line that gives the worker the fixed [Instruction] and applies
@@ -13,20 +21,14 @@
 // the whole group (SIGTERM, a grace period, SIGKILL), and so does
 // [Worker.Kill]. [Worker.Wait] returns a [Result]: the [Outcome] word, the
 // exit status, what the output says (the session id, the final message, a
-// [UsageLimit]) and the tails of stdout and stderr.
-//
-// [ProcessStart], [Alive] and [EndGroup] identify a worker by its pid and
-// its start time, so that a lease recorded by one custodian process can be
-// checked, and its workers ended, by another: a pid alone may have been
-// reused.
+// [UsageLimit]) and the tails of stdout and stderr. [EndGroup] ends the
+// group of a worker another drive leased, by its pid and start time
+// (internal/proc), so that a reused pid is never signalled.
 //
 // A [Sink] shows a drive's [Event]s: a live view redrawn in place on a
 // terminal, plain lines otherwise, or JSON lines; [NewSink] picks one.
 //
 // The package runs on Unix, and knows a process by its start time on Linux
-// only (see ProcessStart).
-//
-// The loop that steps the run, holds the leases and records the evidence is
-// the caller's. The package decides nothing about the run: a worker's exit
-// status and final message are evidence, and acceptance stays with the step.
+// only. A worker's exit status and final message are evidence: acceptance
+// stays with the step.
 package drive
