@@ -124,7 +124,7 @@ func (r *Run) Identity(rel string) (string, error) {
 		return fileIdentity(info.Kind, info.Dev, info.Ino, info.Size), nil
 	}
 	defer unix.Close(fd)
-	sum, err := hashFD(fd)
+	sum, err := hashFD(fd, info.Size)
 	if err != nil {
 		return "", &IOError{Op: "read", Path: r.abs(rel), Err: err}
 	}
@@ -330,7 +330,7 @@ func (f *Files) hashOpen(key string, fd int, info FileInfo, limit int64) (Conten
 		c.Over = true
 		return c, nil
 	}
-	sum, err := hashFD(fd)
+	sum, err := hashFD(fd, info.Size)
 	if err != nil {
 		return Content{}, err
 	}

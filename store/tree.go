@@ -445,10 +445,14 @@ func readFileAt(dfd int, name, rel string, limit int64) (data []byte, info FileI
 	return data, info, cut, nil
 }
 
-// hashFD returns the hex SHA-256 of what fd holds, read to its end.
-func hashFD(fd int) (string, error) {
+// hashFD returns the hex SHA-256 of what fd holds, read to its end. size
+// is what fstat said of the regular file fd: a read that comes back short
+// exactly there is its end, which spares the read that would return
+// nothing. A file that grew since is read on to its end.
+func hashFD(fd int, size int64) (string, error) {
 	h := sha256.New()
 	buf := make([]byte, 64<<10)
+	var total int64
 	for {
 		n, err := unix.Read(fd, buf)
 		if errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN) {
@@ -457,10 +461,11 @@ func hashFD(fd int) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if n == 0 {
+		h.Write(buf[:n])
+		total += int64(n)
+		if n == 0 || n < len(buf) && total == size {
 			return hex.EncodeToString(h.Sum(nil)), nil
 		}
-		h.Write(buf[:n])
 	}
 }
 
