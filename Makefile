@@ -15,7 +15,7 @@ check:
 # and 100 jobs of 1 MiB, finished runs with the hash cache cold and warm,
 # and the first step.
 bench:
-	go test -run '^$$' -bench . -benchtime 3x -benchmem ./workflow
+	go test -run '^$$' -bench . -benchtime 3x -benchmem ./workflow/engine
 
 # Whole processes against the floor program, in one table (docs/performance.md).
 bench-cli:
