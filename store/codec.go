@@ -220,8 +220,14 @@ var rawMessage = reflect.TypeFor[json.RawMessage]()
 // escapes are parts of one copy of data: a state of ten thousand jobs
 // holds some fifty thousand strings, which would otherwise be as many
 // allocations.
-func decodeStrict(data []byte, v any) error {
-	d := decoder{data: data, text: string(data)}
+func decodeStrict(data []byte, v any) error { return decodeOlder(data, v, nil) }
+
+// decodeOlder is decodeStrict for a record of an older format, which lacks
+// the fields lacks names by struct type: each must be missing, and is read
+// as its zero value, what the custodian that wrote it knew. A field it
+// lacks that is there makes it no record of that format.
+func decodeOlder(data []byte, v any, lacks map[reflect.Type][]string) error {
+	d := decoder{data: data, text: string(data), lacks: lacks}
 	d.space()
 	if err := d.value(reflect.ValueOf(v).Elem()); err != nil {
 		return err
@@ -243,6 +249,9 @@ type decoder struct {
 	// path is where the value being read lies, for an error to name; it is
 	// put into words only when there is an error.
 	path []pathStep
+	// lacks names, by struct type, the fields a record of an older format
+	// lacks (decodeOlder).
+	lacks map[reflect.Type][]string
 }
 
 // pathStep is one step of the way to a value: a struct's field, a map's
@@ -408,7 +417,7 @@ func (d *decoder) object(v reflect.Value, depth int) error {
 			return err
 		}
 		i, ok := fs.byName[string(key)]
-		if !ok {
+		if !ok || slices.Contains(d.lacks[v.Type()], string(key)) {
 			return fmt.Errorf("%s has an unknown field %q", d.at(), key)
 		}
 		if seen[i] {
@@ -430,7 +439,7 @@ func (d *decoder) object(v reflect.Value, depth int) error {
 		first = false
 	}
 	for i := range fs.list {
-		if !seen[i] {
+		if !seen[i] && !slices.Contains(d.lacks[v.Type()], fs.list[i].name) {
 			return fmt.Errorf("%s has no field %q", d.at(), fs.list[i].name)
 		}
 	}

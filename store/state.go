@@ -1,11 +1,11 @@
 package store
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"maps"
 	"path"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -20,14 +20,27 @@ import (
 // format 1 would have to carry a second copy of every rule about jobs for
 // runs that a redeploy can finish with the binary that started them.
 //
-// Format 3 adds the paths the definition looked at (Looked). A format-2
-// state is read as format 3 with none, which is what a custodian that
-// did not keep them knew: the next step that runs to its end records
-// them, and writes format 3.
-const StateFormat = 3
+// Format 3 adds the paths the definition looked at (Looked). Format 4 adds
+// what custodian drive recorded of each hand-out's launches
+// (Handout.Launches, Worked, Spare) and the hand-outs each job was not
+// charged for (Trouble.Spared). A state of an earlier format from 2 on is
+// read as this one with what the custodian that wrote it knew (olderStates),
+// and the next command writes it in this format.
+const StateFormat = 4
 
-// stateFormatLooked is the last format without State.Looked.
-const stateFormatLooked = 2
+// olderStates are the formats of state.json this version reads besides its
+// own, with the fields, by struct type, that each lacks.
+var olderStates = map[int]map[reflect.Type][]string{
+	2: {
+		reflect.TypeFor[State]():   {"looked"},
+		reflect.TypeFor[Handout](): {"launches", "worked", "spare"},
+		reflect.TypeFor[Trouble](): {"spared"},
+	},
+	3: {
+		reflect.TypeFor[Handout](): {"launches", "worked", "spare"},
+		reflect.TypeFor[Trouble](): {"spared"},
+	},
+}
 
 // State is state.json: every job's record, the workflow's failure counts and
 // the moves a step still owes. A command that changes the run replaces it
@@ -83,7 +96,9 @@ type State struct {
 
 // JobState is one job's record.
 type JobState struct {
-	// Handouts counts the job's hand-outs in the run; the n-th is attempt n.
+	// Handouts counts the job's hand-outs in the run and numbers their
+	// prompt files. A hand-out not charged as an attempt (Trouble.Spared)
+	// is not one: the current one is attempt Handouts - Spared.
 	Handouts int `json:"handouts"`
 	// Input is the input state of the job's last hand-out, which is also
 	// the one its accepted output was accepted against: an output in place
@@ -103,6 +118,18 @@ type Handout struct {
 	// Prompt is the SHA-256 of the prompt file the hand-out wrote: a prompt
 	// file edited after it was handed out refuses the output made from it.
 	Prompt string `json:"prompt"`
+	// Launches say how each launch custodian drive made for the hand-out
+	// ended, in words, for its block record; none when no drive launched
+	// it.
+	Launches []string `json:"launches"`
+	// Worked says a worker launched for the hand-out ended on its own: a
+	// missing output is its failed attempt.
+	Worked bool `json:"worked"`
+	// Spare says why no worker's attempt is to be charged for a missing
+	// output, when nothing worked on it: it was not launched, its launch
+	// failed, custodian drive ended its worker, or the harness session
+	// was cut. Empty when nothing said so.
+	Spare string `json:"spare"`
 }
 
 // Trouble is what went wrong with a job: its failed attempts, its blocks
@@ -118,6 +145,9 @@ type Trouble struct {
 	// UsageLimited counts the launches of the job that ended at an
 	// account's usage limit, which charge no attempt up to a bound.
 	UsageLimited int `json:"usage_limited"`
+	// Spared counts the job's hand-outs in the run that were not charged
+	// as attempts (Handout.Spare), which is bounded too.
+	Spared int `json:"spared"`
 	// Messages say why the last attempt failed; the next prompt carries them.
 	Messages []string `json:"messages"`
 	// History lists failed attempts since the last block, for the block record.
@@ -222,21 +252,21 @@ func NewState(inputState int) *State {
 	}
 }
 
-// readFormat2 reads a format-2 state.json, which differs from format 3 only
-// in lacking Looked: the record gets an empty one, and is then decoded as
-// strictly as any (a format-2 record that has the field is refused as a
-// duplicate).
-func (r *Run) readFormat2(rel string, s *State) (bool, error) {
-	data, info, cut, err := r.tree.readFile(rel, maxRecord)
-	if err != nil || info.Kind != Regular || cut || !bytes.HasPrefix(data, []byte("{")) {
-		return r.readRecord(rel, s, StateFormat, func() int { return s.Format })
+// readOlder reads state.json of the older format from into s, which the
+// next command writes in this format.
+func (r *Run) readOlder(rel string, s *State, from int) error {
+	data, _, _, err := r.tree.readFile(rel, maxRecord)
+	if err != nil {
+		return &RecordError{Path: r.abs(rel), Err: err}
 	}
-	data = append([]byte(`{"looked":{},`), data[1:]...)
-	if err := decodeRecord(r.abs(rel), data, s, stateFormatLooked, func() int { return s.Format }); err != nil {
-		return true, err
+	if err := decodeOlder(data, s, olderStates[from]); err != nil {
+		return &RecordError{Path: r.abs(rel), Err: err}
+	}
+	if s.Format != from {
+		return &RecordError{Path: r.abs(rel), Err: &FormatError{Got: s.Format, Want: StateFormat}}
 	}
 	s.Format = StateFormat
-	return true, nil
+	return nil
 }
 
 // LoadState reads state.json. Every run has one from its start, so a
@@ -246,8 +276,9 @@ func (r *Run) LoadState() (*State, error) {
 	var s State
 	found, err := r.readRecord(rel, &s, StateFormat, func() int { return s.Format })
 	var old *FormatError
-	if errors.As(err, &old) && old.Got == stateFormatLooked {
-		found, err = r.readFormat2(rel, &s)
+	if errors.As(err, &old) && olderStates[old.Got] != nil {
+		s = State{}
+		err = r.readOlder(rel, &s, old.Got)
 	}
 	switch {
 	case err != nil:
@@ -356,11 +387,18 @@ func (j *JobState) check(name string) error {
 			return fmt.Errorf("input: %w", err)
 		}
 	}
-	if o := j.Outstanding; o != nil && !isHex(o.Prompt, 64) {
-		return fmt.Errorf("outstanding.prompt %q is not a SHA-256", o.Prompt)
+	if o := j.Outstanding; o != nil {
+		if !isHex(o.Prompt, 64) {
+			return fmt.Errorf("outstanding.prompt %q is not a SHA-256", o.Prompt)
+		}
+		for _, l := range append([]string{o.Spare}, o.Launches...) {
+			if strings.ContainsFunc(l, isControl) {
+				return fmt.Errorf("outstanding: %q holds a control character", l)
+			}
+		}
 	}
 	if t := j.Trouble; t != nil {
-		if t.Failures < 0 || t.BlocksTowardLimit < 0 || t.Blocks < 0 || t.UsageLimited < 0 {
+		if t.Failures < 0 || t.BlocksTowardLimit < 0 || t.Blocks < 0 || t.UsageLimited < 0 || t.Spared < 0 || t.Spared > j.Handouts {
 			return fmt.Errorf("trouble: a count is negative")
 		}
 		if err := t.Stopped.check(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,7 +76,7 @@ func TestStateRoundTrips(t *testing.T) {
 	st := newState(r)
 	in := store.Inputs{Output: "a.md", Prompt: sha("p"), Launch: `{"model":"small"}`, Files: []store.FileHash{{Path: "source.md", SHA256: sha("s")}, {Path: "/elsewhere/x", SHA256: ""}}}
 	st.Jobs["a"] = &store.JobState{
-		Handouts: 2, Input: &in, Outstanding: &store.Handout{Prompt: sha("prompt file")},
+		Handouts: 2, Input: &in, Outstanding: &store.Handout{Prompt: sha("prompt file"), Launches: []string{"finished, exit 0"}, Worked: true},
 		Trouble: &store.Trouble{Failures: 1, BlocksTowardLimit: 1, Blocks: 1, Messages: []string{"m\nwith \"quotes\""}, History: []string{"h"},
 			Stopped: &store.Stop{Kind: "no-output", Reason: "r", Record: ".custodian/jobs/a/block-1.md", Changes: map[string]string{}}},
 	}
@@ -141,7 +142,7 @@ func TestStateDecodingIsStrict(t *testing.T) {
 		}},
 		{"unknown top-level field", func(m map[string]any) string { m["repairs"] = 1; return "" }},
 		{"unknown job field", func(m map[string]any) string { job(m)["repairs"] = 1; return "" }},
-		{"another format", func(m map[string]any) string { m["format"] = 4; return "" }},
+		{"another format", func(m map[string]any) string { m["format"] = store.StateFormat + 1; return "" }},
 		{"another run", func(m map[string]any) string { m["run"] = strings.Repeat("0", 32); return "" }},
 		{"a job whose name is a path", func(m map[string]any) string {
 			m["jobs"].(map[string]any)["../a"] = job(m)
@@ -502,82 +503,55 @@ func TestARecordOfAnotherFormatSaysSo(t *testing.T) {
 
 	_, err := r.LoadState()
 	require.ErrorIs(t, err, store.ErrUntrusted)
-	assert.Contains(t, err.Error(), "it has format 1; this custodian reads format 3")
+	assert.Contains(t, err.Error(), fmt.Sprintf("it has format 1; this custodian reads format %d", store.StateFormat))
 }
 
-// A format-2 state, written before the state kept what the definition
-// looked at, is read with nothing looked at; one that has the field is no
-// format-2 state, and is refused.
-func TestAFormat2StateIsRead(t *testing.T) {
+// A state of an older format is read with what the custodian that wrote
+// it knew: format 2 nothing looked at, formats 2 and 3 no launches of a
+// hand-out and no hand-out spared. One that has a field its format lacks
+// is no state of that format, and is refused.
+func TestAStateOfAnOlderFormatIsRead(t *testing.T) {
 	r := newRun(t)
 	locked(t, r)
 	st := store.NewState(1)
 	st.Run = r.Record.ID
 	st.Steps = 3
+	in := &store.Inputs{Output: "a.md", Prompt: sha("p"), Launch: "{}", Files: []store.FileHash{}}
+	st.Jobs["a"] = &store.JobState{Handouts: 2, Input: in, Outstanding: &store.Handout{Prompt: sha("prompt"), Launches: []string{}},
+		Trouble: &store.Trouble{Failures: 1, Messages: []string{}, History: []string{}}}
 	require.NoError(t, r.SaveState("state", st))
-	format3 := readFile(t, r.StatePath("state.json"))
-	require.Contains(t, format3, `"looked":{}`)
-	format2 := strings.Replace(strings.Replace(format3, `"format":3`, `"format":2`, 1), `"looked":{},`, "", 1)
-	require.NotContains(t, format2, "looked")
-
-	writeFile(t, r.StatePath("state.json"), format2)
-	got, err := r.LoadState()
-	require.NoError(t, err)
-	assert.Equal(t, store.StateFormat, got.Format)
-	assert.Equal(t, 3, got.Steps)
-	assert.Empty(t, got.Looked)
-
-	writeFile(t, r.StatePath("state.json"), strings.Replace(format3, `"format":3`, `"format":2`, 1))
-	_, err = r.LoadState()
-	assert.ErrorIs(t, err, store.ErrUntrusted, "a format-2 state with looked was read")
-}
-
-// A move is planned from what the step judged: Files.Identity says which
-// file Hash or Stat found, in the form Perform checks a move's source by,
-// without another look; it cannot tell a regular file it did not read.
-func TestFiles_IdentityIsWhatWasLookedAt(t *testing.T) {
-	tests := []struct {
-		name  string
-		make  func(t *testing.T, path string)
-		limit int64
-		stat  bool // looked at by Stat rather than Hash
-		tells bool
-	}{
-		{"a regular file", func(t *testing.T, p string) { writeFile(t, p, "# a\n") }, -1, false, true},
-		{"a regular file over the limit", func(t *testing.T, p string) { writeFile(t, p, "# a\n") }, 1, false, false},
-		{"a regular file looked at by Stat", func(t *testing.T, p string) { writeFile(t, p, "# a\n") }, -1, true, false},
-		{"a symbolic link", func(t *testing.T, p string) { require.NoError(t, os.Symlink("elsewhere", p)) }, -1, false, true},
-		{"a directory", func(t *testing.T, p string) { require.NoError(t, os.Mkdir(p, 0o755)) }, -1, false, true},
-		{"nothing", func(t *testing.T, p string) {}, -1, false, true},
-		{"nothing, looked at by Stat", func(t *testing.T, p string) {}, -1, true, true},
+	now := readFile(t, r.StatePath("state.json"))
+	current := fmt.Sprintf(`"format":%d`, store.StateFormat)
+	for _, drop := range []string{`"looked":{},`, `,"launches":[],"worked":false,"spare":""`, `,"spared":0`} {
+		require.Contains(t, now, drop)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := newRun(t)
-			tt.make(t, filepath.Join(r.Dir, "out.md"))
-			f := r.Files()
-			_, ok := f.Identity("out.md")
-			require.False(t, ok, "a file not looked at is not told")
-			var err error
-			if tt.stat {
-				_, err = f.Stat("out.md")
-			} else {
-				_, err = f.Hash("out.md", tt.limit)
-			}
-			require.NoError(t, err)
-			want, err := r.Identity("out.md")
-			require.NoError(t, err)
-			got, ok := f.Identity("out.md")
-			assert.Equal(t, tt.tells, ok)
-			if !tt.tells {
-				return
-			}
-			assert.Equal(t, want, got, "the form a move is checked by")
-			// What was looked at stands: the disk is not looked at again.
-			require.NoError(t, os.RemoveAll(filepath.Join(r.Dir, "out.md")))
-			writeFile(t, filepath.Join(r.Dir, "out.md"), "# another\n")
-			again, _ := f.Identity("out.md")
-			assert.Equal(t, want, again)
-		})
+	format3 := strings.NewReplacer(current, `"format":3`, `,"launches":[],"worked":false,"spare":""`, "", `,"spared":0`, "").Replace(now)
+	format2 := strings.Replace(format3, `"format":3`, `"format":2`, 1)
+	format2 = strings.Replace(format2, `"looked":{},`, "", 1)
+
+	for _, old := range []string{format2, format3} {
+		writeFile(t, r.StatePath("state.json"), old)
+		got, err := r.LoadState()
+		require.NoError(t, err, old)
+		assert.Equal(t, store.StateFormat, got.Format)
+		assert.Equal(t, 3, got.Steps)
+		assert.Empty(t, got.Looked)
+		a := got.Jobs["a"]
+		require.NotNil(t, a.Outstanding)
+		assert.Empty(t, a.Outstanding.Launches)
+		assert.False(t, a.Outstanding.Worked)
+		assert.Empty(t, a.Outstanding.Spare)
+		assert.Zero(t, a.Trouble.Spared)
+		assert.Equal(t, 1, a.Trouble.Failures)
+	}
+
+	for name, bad := range map[string]string{
+		"format 2 with looked":   strings.Replace(now, current, `"format":2`, 1),
+		"format 3 with launches": strings.Replace(now, current, `"format":3`, 1),
+		"format 3 given twice":   strings.Replace(format3, `"steps":3`, `"steps":3,"steps":4`, 1),
+	} {
+		writeFile(t, r.StatePath("state.json"), bad)
+		_, err := r.LoadState()
+		assert.ErrorIs(t, err, store.ErrUntrusted, name)
 	}
 }
