@@ -40,6 +40,7 @@ const (
 	EventHandout EventType = "handout" // a job was handed out
 	EventAccept  EventType = "accept"  // a job's output was accepted
 	EventRefuse  EventType = "refuse"  // an attempt failed
+	EventSpare   EventType = "spare"   // a hand-out no worker attempted was not charged
 	EventReopen  EventType = "reopen"  // an accepted job was handed out again
 	EventCarry   EventType = "carry"   // an accepted job carried over to a new name
 	EventKeep    EventType = "keep"    // a file was moved aside

@@ -155,8 +155,10 @@ func (r *Run) NextLaunch(job string) (int, error) {
 }
 
 // SaveLaunch keeps the evidence of a launch: the worker's stdout and
-// stderr as kept, then launch.json, which names them. It returns the
-// evidence's directory, run-relative.
+// stderr as kept, then launch.json, which names them. A nil stdout or
+// stderr keeps what the evidence already holds (a drive that ended before
+// it recorded its worker may have written it), or an empty file. It
+// returns the evidence's directory, run-relative.
 func (r *Run) SaveLaunch(l *Launch, stdout, stderr []byte) (string, error) {
 	if !names.Valid(l.Job) || l.Launch < 1 {
 		return "", fmt.Errorf("keep launch %d of %q: not a launch", l.Launch, l.Job)
@@ -169,11 +171,28 @@ func (r *Run) SaveLaunch(l *Launch, stdout, stderr []byte) (string, error) {
 		l.Env = []string{}
 	}
 	dir := LaunchDir(l.Job, l.Launch)
-	if err := r.WriteText("launch-output", path.Join(dir, "stdout"), stdout); err != nil {
-		return "", err
-	}
-	if err := r.WriteText("launch-output", path.Join(dir, "stderr"), stderr); err != nil {
-		return "", err
+	for _, out := range []struct {
+		name string
+		data []byte
+	}{{"stdout", stdout}, {"stderr", stderr}} {
+		rel := path.Join(dir, out.name)
+		if out.data == nil {
+			info, err := r.Stat(rel)
+			if err != nil {
+				return "", err
+			}
+			if info.Kind != Missing {
+				rec := &l.Stdout
+				if out.name == "stderr" {
+					rec = &l.Stderr
+				}
+				rec.Kept, rec.Bytes = int(info.Size), max(rec.Bytes, info.Size)
+				continue
+			}
+		}
+		if err := r.WriteText("launch-output", rel, out.data); err != nil {
+			return "", err
+		}
 	}
 	if err := r.SyncTexts(); err != nil {
 		return "", err

@@ -271,8 +271,14 @@ type started struct {
 // environment of h, and kills it when the test ends if it still runs.
 func startDrive(t *testing.T, h *harness, dir, profile string, args ...string) *started {
 	t.Helper()
+	return startDriveWith(t, binary, h, dir, profile, args...)
+}
+
+// startDriveWith is startDrive with the build bin.
+func startDriveWith(t *testing.T, bin string, h *harness, dir, profile string, args ...string) *started {
+	t.Helper()
 	s := &started{done: make(chan struct{})}
-	s.cmd = exec.Command(binary, append(append([]string{"drive", dir}, workerArgs(profile)...), args...)...)
+	s.cmd = exec.Command(bin, append(append([]string{"drive", dir}, workerArgs(profile)...), args...)...)
 	s.cmd.Stdout, s.cmd.Stderr = &s.stdout, &s.stderr
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "CUSTODIAN_CRASH_") {
@@ -513,8 +519,10 @@ func TestDriveTrialScenarios(t *testing.T) {
 		{scenario: "stop-only", end: end{10, map[string]int{"assumptions": 2, "claims": 1}}},
 		{
 			scenario: "parameters", flags: []string{"--launch", "model=small"},
-			end:     end{0, map[string]int{"assumptions": 1, "claims": 1, "reconcile": 1}},
-			execEnd: &end{10, map[string]int{"assumptions": 1, "claims": 2}},
+			end: end{0, map[string]int{"assumptions": 1, "claims": 1, "reconcile": 1}},
+			// exec's command maps no launch parameter: drive refuses the
+			// round before it launches anything (TestDriveUnmappableLaunchParameter).
+			execEnd: &end{2, map[string]int{}},
 		},
 		{scenario: "uncertain", end: end{11, map[string]int{"assumptions": 1, "claims": 1, "reconcile": 1}}},
 		{scenario: "busy", flags: []string{"--hold", "2"}, end: end{3, map[string]int{}}},
@@ -539,6 +547,10 @@ func TestDriveTrialScenarios(t *testing.T) {
 				r := driveRun(t, binary, h, dir, profile)
 				require.Equal(t, want.code, r.code, "drive: stdout %q, stderr %s", r.stdout, r.stderr)
 				assert.Empty(t, h.survivors(), "fake workers still run after drive ended")
+				if want.code == 2 {
+					assert.Empty(t, evidence(t, dir))
+					return
+				}
 
 				switch tt.scenario {
 				case "busy":
@@ -561,7 +573,7 @@ func TestDriveTrialScenarios(t *testing.T) {
 					"drive's stdout against the last step of the course by hand (status %d)", ref.code)
 
 				if want.code == 10 || want.code == 11 {
-					assert.Contains(t, ok(t, "log", dir), ", stop: ", "drive reported no stop")
+					assert.Contains(t, ok(t, "log", dir), ", stop", "drive reported no stop")
 				}
 				final := r.stdout
 				if tt.scenario == "uncertain" {
@@ -748,10 +760,18 @@ type jobStatus struct {
 // statusJobs returns what status --json says of every job of the run.
 func statusJobs(t *testing.T, dir string) map[string]jobStatus {
 	t.Helper()
+	return statusJobsWith(t, binary, dir)
+}
+
+// statusJobsWith is statusJobs with the build bin.
+func statusJobsWith(t *testing.T, bin, dir string) map[string]jobStatus {
+	t.Helper()
 	var st struct {
 		Jobs []jobStatus `json:"jobs"`
 	}
-	require.NoError(t, json.Unmarshal([]byte(ok(t, "status", dir, "--json")), &st))
+	r := run(t, bin, nil, "status", dir, "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &st))
 	out := map[string]jobStatus{}
 	for _, j := range st.Jobs {
 		out[j.Name] = j
@@ -855,7 +875,7 @@ func TestDriveInterrupt(t *testing.T) {
 	ev := evidence(t, dir)
 	for _, job := range []string{"assumptions", "claims"} {
 		require.Len(t, ev[job], 1, "launches of %s", job)
-		assert.Equal(t, "killed", ev[job][0].Outcome, "%s launch 1", job)
+		assert.Equal(t, engine.LaunchInterrupted, ev[job][0].Outcome, "%s launch 1", job)
 	}
 
 	r = driveRun(t, binary, h, dir, "exec")
@@ -866,8 +886,11 @@ func TestDriveInterrupt(t *testing.T) {
 	for _, job := range []string{"assumptions", "claims"} {
 		if assert.Len(t, ev[job], 2) {
 			assert.Equal(t, "finished", ev[job][1].Outcome, "%s launch 2", job)
+			assert.Equal(t, 1, ev[job][1].Attempt, "%s was charged for the worker drive ended", job)
 		}
+		assert.Equal(t, 1, statusJobs(t, dir)[job].Attempts, job)
 	}
+	assert.Contains(t, ok(t, "log", dir), "not charged: claims, attempt 1, has no output and no worker attempted it (ended by an interrupt)")
 	assert.Empty(t, h.survivors(pids...))
 }
 
@@ -912,10 +935,49 @@ func TestDriveRefusesLiveWorkersAndReclaims(t *testing.T) {
 	for _, e := range starts {
 		if assert.NotEmpty(t, ev[e.job]) {
 			l := ev[e.job][0]
-			assert.Equal(t, "killed", l.Outcome, "%s launch 1", e.job)
+			assert.Equal(t, engine.LaunchReclaimed, l.Outcome, "%s launch 1", e.job)
 			assert.Equal(t, e.pid, l.Process.Pid, "%s launch 1", e.job)
+			assert.Equal(t, 1, ev[e.job][1].Attempt, "%s was charged for the worker the reclaim ended", e.job)
 		}
 	}
+}
+
+// A reclaim records a worker that had already ended on its own as found
+// ended, with the time it found it, and keeps what its evidence holds; the
+// worker's attempt is its own.
+func TestDriveReclaimOfAWorkerThatEnded(t *testing.T) {
+	t.Parallel()
+	dir := trialRun(t, "clean")
+	h := newHarness(t, map[string][]string{"claims": {"hang", "valid"}, "assumptions": {"hang", "valid"}})
+	d := startDrive(t, h, dir, "exec", "--grace", "500ms")
+	waitLeased(t, dir, h, 2)
+	require.NoError(t, d.cmd.Process.Signal(syscall.SIGKILL))
+	<-d.done
+	starts := h.starts(t)
+	var pids []int
+	for _, e := range starts {
+		pids = append(pids, e.pid)
+		require.NoError(t, syscall.Kill(-e.pid, syscall.SIGKILL))
+	}
+	waitFor(t, "the workers to end", func() bool { return len(h.survivors(pids...)) == 0 })
+	// What the drive that died left of one worker's evidence is kept.
+	kept := filepath.Join(dir, engine.StateDir, "jobs", "claims", "launch-1", "stdout")
+	require.NoError(t, os.MkdirAll(filepath.Dir(kept), 0o755))
+	require.NoError(t, os.WriteFile(kept, []byte("what the worker said\n"), 0o644))
+
+	r := driveRun(t, binary, h, dir, "exec", "--reclaim")
+	require.Equal(t, 0, r.code, "drive --reclaim: stdout %q, stderr %s", r.stdout, r.stderr)
+	ev := evidence(t, dir)
+	for _, e := range starts {
+		l := ev[e.job][0]
+		assert.Equal(t, engine.LaunchFoundEnded, l.Outcome, "%s launch 1", e.job)
+		assert.Contains(t, l.Message, "found ended at ", "%s launch 1", e.job)
+		assert.NotContains(t, l.Message, "ended by drive --reclaim")
+		assert.Equal(t, 2, ev[e.job][1].Attempt, "%s: the worker that ended on its own is its attempt", e.job)
+	}
+	data, err := os.ReadFile(kept)
+	require.NoError(t, err)
+	assert.Equal(t, "what the worker said\n", string(data), "the reclaim lost the evidence the drive left")
 }
 
 func TestDriveJSON(t *testing.T) {
@@ -964,10 +1026,10 @@ func TestDriveUnmappableLaunchParameter(t *testing.T) {
 		param   string
 		want    map[string]int
 	}{
-		{"exec with a definition's parameter", "launch", "", "exec", "risks", "model", map[string]int{"summary": 1, "risks": 2}},
-		{"exec", "", "model=small", "exec", "claims", "model", map[string]int{"assumptions": 1, "claims": 2}},
-		{"claude", "", "sandbox=read-only", "claude", "claims", "sandbox", map[string]int{"assumptions": 1, "claims": 2}},
-		{"codex", "", "tools=Bash", "codex", "claims", "tools", map[string]int{"assumptions": 1, "claims": 2}},
+		{"exec with a definition's parameter", "launch", "", "exec", "risks", "model", map[string]int{"summary": 1, "risks": 1}},
+		{"exec", "", "model=small", "exec", "claims", "model", map[string]int{"assumptions": 1, "claims": 1, "reconcile": 1}},
+		{"claude", "", "sandbox=read-only", "claude", "claims", "sandbox", map[string]int{"assumptions": 1, "claims": 1, "reconcile": 1}},
+		{"codex", "", "tools=Bash", "codex", "claims", "tools", map[string]int{"assumptions": 1, "claims": 1, "reconcile": 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -981,20 +1043,31 @@ func TestDriveUnmappableLaunchParameter(t *testing.T) {
 				dir = trialRun(t, "parameters", "--launch", tt.launch)
 			}
 			h := newHarness(t, nil)
+			// A launch set-up that cannot work fails before anything is
+			// spent: exit 2, naming the job and its parameter; nothing
+			// launched, nothing reported, the round left handed out.
 			r := driveRun(t, bin, h, dir, tt.profile)
-			require.Equal(t, 10, r.code, "drive: stdout %q, stderr %s", r.stdout, r.stderr)
-			assert.True(t, strings.HasPrefix(r.stdout, "blocked\n- "+tt.job+": no output, attempt 2 of 2\n"), "drive: %q", r.stdout)
-
-			ev := checkEvidence(t, dir, tt.profile, h, tt.want)
-			for _, l := range ev[tt.job] {
-				assert.Equal(t, "failed-to-start", l.Outcome, "%s launch %d", tt.job, l.Launch)
-				assert.Contains(t, l.Message, `"`+tt.param+`"`, "%s launch %d: the message names the parameter", tt.job, l.Launch)
-			}
+			require.Equal(t, 2, r.code, "drive: stdout %q, stderr %s", r.stdout, r.stderr)
+			assert.Contains(t, r.stderr, tt.job+": launch parameter \""+tt.param+"\"")
+			assert.Contains(t, r.stderr, "nothing was launched or reported")
+			assert.Empty(t, evidence(t, dir)[tt.job], "a launch of %s was made", tt.job)
 			for _, e := range h.starts(t) {
 				assert.NotEqual(t, tt.job, e.job, "a worker of %s started without its launch parameter", tt.job)
 			}
 			log := run(t, bin, nil, "log", dir).stdout
-			assert.Equal(t, 2, countReports(log, "launch-failed", tt.job), "launch-failed reports of %s in the log:\n%s", tt.job, log)
+			assert.NotContains(t, log, "report ", "drive reported")
+
+			// The set-up corrected: every job launched once, at attempt 1.
+			command := "'" + fakeworker + "' {prompt} --" + tt.param + "={param:" + tt.param + "?}"
+			r = run(t, bin, h.env, "drive", dir, "--worker", "exec", "--command", command)
+			require.Equal(t, 0, r.code, "the corrected drive: stdout %q, stderr %s", r.stdout, r.stderr)
+			ev := evidence(t, dir)
+			assert.Equal(t, tt.want, launchCounts(ev))
+			for job, ls := range ev {
+				for _, l := range ls {
+					assert.Equal(t, 1, l.Attempt, "%s launch %d", job, l.Launch)
+				}
+			}
 		})
 	}
 }

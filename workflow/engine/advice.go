@@ -37,8 +37,15 @@ func advice(s Status) (agent, operator string) {
 		if operator != "nothing" {
 			then = operator
 		}
-		operator = fmt.Sprintf("the agent orchestrator stopped after step %d (report %d: %s); %s; then tell it to resume the loop",
-			s.Steps, r.Number, OneLine(r.Text), then)
+		if s.Driven {
+			if !strings.Contains(then, driveAgain(s.Run)) {
+				then += "; then drive again: " + driveAgain(s.Run)
+			}
+			operator = fmt.Sprintf("custodian drive stopped after step %d (report %d: %s); %s", s.Steps, r.Number, OneLine(r.Text), then)
+		} else {
+			operator = fmt.Sprintf("the agent orchestrator stopped after step %d (report %d: %s); %s; then tell it to resume the loop",
+				s.Steps, r.Number, OneLine(r.Text), then)
+		}
 	}
 	return agent, operator
 }
@@ -60,7 +67,7 @@ func outcomeAdvice(s Status) (agent, operator string) {
 		out = s.Last.Outcome
 	}
 	var ops, uncertain, interrupted []string
-	var stops, repairs []Subject
+	var stops, repairs, releases []Subject
 	for _, e := range out.Effects {
 		if !settled[EffectSubject(e.Name)] {
 			uncertain = append(uncertain, e.Name)
@@ -96,14 +103,27 @@ func outcomeAdvice(s Status) (agent, operator string) {
 			if name, ok := b.Subject.Effect(); ok {
 				ops = append(ops, "establish what took place, then: custodian resolve "+run+" "+name+" completed|absent"+absentNote)
 			} else {
-				ops = append(ops, "fix the cause, then: custodian release "+run+" "+b.Subject.String())
+				releases = append(releases, b.Subject)
 			}
 		}
+	}
+	switch len(releases) {
+	case 0:
+	case 1:
+		ops = append(ops, "fix the cause, then: custodian release "+run+" "+releases[0].String())
+	default:
+		// Alike stops are said once: one command releases them in turn.
+		ops = append(ops, fmt.Sprintf("fix the cause, then release the %d stopped subjects: for s in %s; do custodian release %s \"$s\"; done",
+			len(releases), strings.Join(subjectWords(releases), " "), run))
 	}
 	if len(repairs) > 0 && len(stops) == 0 {
 		// Nothing is stopped: if the agent orchestrator stopped here rather
 		// than repair, the operator mends the cause and steps.
-		ops = append(ops, "if the agent orchestrator stopped, fix the cause, then: custodian step "+run)
+		if s.Driven {
+			ops = append(ops, "fix the cause, then drive again: "+driveAgain(s.Run))
+		} else {
+			ops = append(ops, "if the agent orchestrator stopped, fix the cause, then: custodian step "+run)
+		}
 	}
 	operator = "nothing"
 	if len(ops) > 0 {
@@ -116,9 +136,9 @@ func outcomeAdvice(s Status) (agent, operator string) {
 		return "stop and report it: effect " + join(interrupted) + " started and its end is not recorded; " +
 			"a step is inside it or a process ended inside it", operator
 	case len(stops) > 0:
-		return "stop and report it: a block permits only stopping (" + join(stops) + ")", operator
+		return "stop and report it: a block permits only stopping (" + listed(stops) + ")", operator
 	case len(repairs) > 0:
-		return "repair within the scope, report each repair, then step; or stop (" + join(repairs) + ")", operator
+		return "repair within the scope, report each repair, then step; or stop (" + listed(repairs) + ")", operator
 	case s.Last == nil:
 		return "step: no step has run", operator
 	case out.Kind == KindBlocked || out.Kind == KindUncertain:
@@ -175,12 +195,35 @@ func settledText(settled []Subject) string {
 	return strings.Join(parts, " and ")
 }
 
+// driveAgain is the command that drives the run again, with the worker
+// flags the operator gives.
+func driveAgain(run string) string { return "custodian drive " + shellQuote(run) + " --worker ..." }
+
 // shellQuote quotes a path for a POSIX shell when it needs quoting.
 func shellQuote(p string) string {
 	if p != "" && strings.Trim(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+=:,@%") == "" {
 		return p
 	}
 	return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
+}
+
+// listed names a few items when there are many: "a, b, c and 27 more".
+func listed[T ~string](items []T) string {
+	const shown = 3
+	if len(items) <= shown+1 {
+		return join(items)
+	}
+	return fmt.Sprintf("%s and %d more", join(items[:shown]), len(items)-shown)
+}
+
+// subjectWords are subjects as words for a shell, each quoted when it
+// needs it.
+func subjectWords(subjects []Subject) []string {
+	words := make([]string, len(subjects))
+	for i, s := range subjects {
+		words[i] = shellQuote(s.String())
+	}
+	return words
 }
 
 // join lists words or subjects with commas.

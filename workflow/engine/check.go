@@ -289,7 +289,9 @@ func standing(n *named, was *store.JobState, lastBlock BlockKind) string {
 	case n.verdict == verdictAccepted:
 		return "its output is accepted"
 	case n.refusal != nil:
-		return fmt.Sprintf("attempt %d is refused (%s); the next step hands it out again", was.Handouts, n.refusal.Reason)
+		return fmt.Sprintf("attempt %d is refused (%s); the next step hands it out again", attempt(was), n.refusal.Reason)
+	case n.spared != "":
+		return fmt.Sprintf("attempt %d has no output and is not charged (%s); the next step hands it out again", attempt(was), n.spared)
 	default:
 		return "the next step hands it out"
 	}

@@ -18,8 +18,17 @@ func (c Check) WriteText(w io.Writer) error {
 	} else {
 		b.WriteString("unchanged\n")
 	}
-	for _, it := range c.Items {
-		fmt.Fprintf(&b, "%s%s: %s\n", itemLead, it.Subject, OneLine(it.Reason))
+	for _, g := range alikeItems(c.Items) {
+		it := g[0]
+		subject := it.Subject.String()
+		if len(g) > 1 {
+			names := make([]Subject, len(g))
+			for i, it := range g {
+				names[i] = it.Subject
+			}
+			subject = fmt.Sprintf("%d alike (%s)", len(g), listed(names))
+		}
+		fmt.Fprintf(&b, "%s%s: %s\n", itemLead, subject, OneLine(it.Reason))
 		for _, d := range it.Details {
 			fmt.Fprintf(&b, "%s%s\n", fieldLead, OneLine(d))
 		}
@@ -34,4 +43,37 @@ func (c Check) WriteText(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// ManyAlike is how many alike things the texts for people say once: check's
+// items, a changed definition's record, status's jobs. Fewer are said one
+// by one.
+const ManyAlike = 4
+
+// alikeItems groups the items that say the same of their subjects (the
+// same reason and details, but for a diff's line naming the job's file),
+// in the order of each group's first item; a group of fewer than ManyAlike
+// is split into items of their own.
+func alikeItems(items []CheckItem) [][]CheckItem {
+	var keys []string
+	groups := map[string][]CheckItem{}
+	for _, it := range items {
+		key := it.Reason + "\n" + diffBody(strings.Join(it.Details, "\n"))
+		if groups[key] == nil {
+			keys = append(keys, key)
+		}
+		groups[key] = append(groups[key], it)
+	}
+	var out [][]CheckItem
+	for _, key := range keys {
+		g := groups[key]
+		if len(g) < ManyAlike {
+			for _, it := range g {
+				out = append(out, []CheckItem{it})
+			}
+			continue
+		}
+		out = append(out, g)
+	}
+	return out
 }

@@ -331,11 +331,14 @@ func (h *handouts) plan(o *Run, r *replay, handingOut bool) error {
 	for _, n := range r.order {
 		name := n.spec.job.Name
 		if f := n.refusal; f != nil {
-			h.events = append(h.events, store.Event{Type: store.EventRefuse, Subject: name, Attempt: n.js.Handouts, Kind: f.Kind, Text: f.Reason,
+			h.events = append(h.events, store.Event{Type: store.EventRefuse, Subject: name, Attempt: attempt(n.js), Kind: f.Kind, Text: f.Reason,
 				Messages: slices.Clone(n.refusalMessages)})
 		}
 		if n.newlyAccepted {
-			h.events = append(h.events, store.Event{Type: store.EventAccept, Subject: name, Attempt: n.js.Handouts})
+			h.events = append(h.events, store.Event{Type: store.EventAccept, Subject: name, Attempt: attempt(n.js)})
+		}
+		if n.spared != "" {
+			h.events = append(h.events, store.Event{Type: store.EventSpare, Subject: name, Attempt: n.sparedAttempt, Text: n.spared})
 		}
 		if n.carriedFrom != "" {
 			h.events = append(h.events, store.Event{Type: store.EventCarry, Subject: name, Text: n.carriedFrom})
@@ -413,13 +416,13 @@ func (h *handouts) handOut(o *Run, r *replay, n *named) {
 	js.Handouts++
 	in := n.current
 	js.Input = &in
-	js.Outstanding = &store.Handout{Prompt: sha256Hex(text)}
+	js.Outstanding = &store.Handout{Prompt: sha256Hex(text), Launches: []string{}}
 	prompt := store.PromptPath(name, js.Handouts)
 	h.prompts = append(h.prompts, textFile{label: "prompt", rel: prompt, data: text})
-	h.events = append(h.events, store.Event{Type: store.EventHandout, Subject: name, Attempt: js.Handouts, Path: prompt})
+	h.events = append(h.events, store.Event{Type: store.EventHandout, Subject: name, Attempt: attempt(js), Path: prompt})
 	h.launch = append(h.launch, Handout{
 		Name:    name,
-		Attempt: js.Handouts,
+		Attempt: attempt(js),
 		Prompt:  o.abs(prompt),
 		Output:  r.abs(n.spec.output),
 		Problem: r.abs(n.spec.problem),

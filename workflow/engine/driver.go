@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/custodian-run/custodian/internal/proc"
 	"github.com/custodian-run/custodian/store"
@@ -36,6 +37,59 @@ const ReportUsageLimited = "usage-limited"
 // in a run without being charged; past it, such a launch is a failed
 // attempt like any other.
 const MaxUsageLimited = 5
+
+// The outcomes of a launch that custodian drive records besides the
+// worker's own (finished, failed-to-start, timed-out, idle, usage-limited,
+// killed): what ended it, and a hand-out it never launched.
+const (
+	// LaunchInterrupted: drive ended the worker at an interrupt.
+	LaunchInterrupted = "interrupted"
+	// LaunchReclaimed: drive --reclaim ended a worker an earlier drive left.
+	LaunchReclaimed = "reclaimed"
+	// LaunchFoundEnded: drive --reclaim found the worker an earlier drive
+	// left already ended, its end not recorded.
+	LaunchFoundEnded = "found-ended"
+	// LaunchNotLaunched: drive launched no worker for the hand-out: it was
+	// queued when drive stopped.
+	LaunchNotLaunched = "not-launched"
+)
+
+// bookkeeping is how long a drive's records of its round wait for a lock
+// another command holds: an operator's command at the same instant must
+// not end a round and lose a finished worker's evidence.
+const bookkeeping = 2 * time.Second
+
+// launchEnd says what a launch's end tells of its hand-out: worked, a
+// worker ended on its own, so a missing output is its failed attempt; or
+// spare, why no worker's attempt is to be charged; and how it ended, in
+// words.
+func launchEnd(l *Launch) (text string, worked bool, spare string) {
+	text = l.Outcome
+	switch l.Outcome {
+	case "failed-to-start", LaunchNotLaunched:
+	default:
+		status := fmt.Sprintf("exit %d", l.ExitStatus)
+		if l.Signal != "" {
+			status = "signal " + l.Signal
+		}
+		text += ", " + status
+	}
+	switch l.Outcome {
+	case "finished", "timed-out", "idle", LaunchFoundEnded:
+		return text, true, ""
+	case "failed-to-start":
+		return text, false, "its launch failed"
+	case LaunchNotLaunched:
+		return text, false, "not launched"
+	case LaunchInterrupted:
+		return text, false, "ended by an interrupt"
+	case LaunchReclaimed:
+		return text, false, "ended by drive --reclaim"
+	case "killed":
+		return text, false, "ended by custodian drive"
+	}
+	return text, false, "" // usage-limited: launched again, free, up to a bound
+}
 
 // WorkersAliveError is a command refused because a recorded round has
 // workers that still run, or that cannot be seen from this host.
@@ -181,6 +235,83 @@ func (run *Run) Driver(self Process) *Driver { return &Driver{run: run, self: se
 // does not refuse it.
 func (d *Driver) Step() (Outcome, error) { return d.run.step(d.self) }
 
+// Report is Run.Report, made by the drive, which another loop's report is
+// refused beside.
+func (d *Driver) Report(event, job, text string) (Report, error) {
+	return d.run.report(d.self, event, job, text)
+}
+
+// Unlaunched returns the hand-outs of the last step that no launch is
+// recorded for and that have no output: a round that `custodian step` by
+// hand, or a harness session that stopped, handed out, which the drive
+// launches before it steps rather than let the step charge them. It takes
+// no lock and writes nothing.
+func (d *Driver) Unlaunched() ([]Handout, error) {
+	rec, err := d.run.read()
+	if err != nil {
+		return nil, err
+	}
+	last, err := d.run.lastOutcome(rec.state)
+	if err != nil || last == nil || last.Kind != KindLaunch {
+		return nil, err
+	}
+	var out []Handout
+	for _, h := range last.Jobs {
+		js := rec.state.Jobs[h.Name]
+		if js == nil || js.Outstanding == nil || attempt(js) != h.Attempt || len(js.Outstanding.Launches) > 0 || js.Outstanding.Spare != "" {
+			continue
+		}
+		info, err := d.run.records.Stat(d.run.records.Rel(h.Output))
+		if err != nil {
+			return nil, err
+		}
+		if info.Kind == store.Missing {
+			out = append(out, h)
+		}
+	}
+	return out, nil
+}
+
+// NotLaunched records that the drive launched no worker for the hand-outs
+// hs, queued when it stopped: each is handed out again at the next step,
+// not charged (up to MaxSpared times a job).
+func (d *Driver) NotLaunched(hs []Handout) error {
+	if len(hs) == 0 {
+		return nil
+	}
+	return d.run.lockedWaiting(bookkeeping, func(rec *loaded) error {
+		var events []store.Event
+		for _, h := range hs {
+			l := &Launch{Job: h.Name, Attempt: h.Attempt, Outcome: LaunchNotLaunched}
+			if noteLaunch(rec.state, l) {
+				events = append(events, store.Event{Type: store.EventLaunch, Subject: h.Name, Attempt: h.Attempt,
+					Kind: LaunchNotLaunched, Text: "not launched: drive stopped before it started a worker"})
+			}
+		}
+		if len(events) == 0 {
+			return nil
+		}
+		return d.run.commit("launch-state", rec.state, sealHistory(rec.state, rec.effects, events))
+	})
+}
+
+// noteLaunch notes the end of a launch l on its hand-out, when that is
+// still the job's outstanding one, and says whether it was.
+func noteLaunch(st *store.State, l *Launch) bool {
+	js := st.Jobs[l.Job]
+	if js == nil || js.Outstanding == nil || attempt(js) != l.Attempt {
+		return false
+	}
+	text, worked, spare := launchEnd(l)
+	o := js.Outstanding
+	o.Launches = append(o.Launches, text)
+	o.Worked = o.Worked || worked
+	if spare != "" {
+		o.Spare = spare
+	}
+	return true
+}
+
 // Begin records that the drive drives the run from now on: every command
 // but the drive's own is refused until End, or until the drive has ended.
 // It refuses while another drive drives the run, or while workers of an
@@ -200,7 +331,7 @@ func (d *Driver) Begin() error {
 // End records that the drive has ended: the run is free for any loop. It
 // leaves a round whose workers still run as it is.
 func (d *Driver) End() error {
-	return d.run.locked(func(rec *loaded) error {
+	return d.run.lockedWaiting(bookkeeping, func(rec *loaded) error {
 		rd := rec.round
 		if rd == nil || rd.Driver != d.self || len(rd.Workers) > 0 {
 			return nil
@@ -223,7 +354,7 @@ func (d *Driver) InFlight() (*Round, error) {
 // hand-outs of the last step, with no worker yet: each is leased as it
 // starts. It refuses while an earlier round has workers that run.
 func (d *Driver) BeginRound() error {
-	return d.run.locked(func(rec *loaded) error {
+	return d.run.lockedWaiting(bookkeeping, func(rec *loaded) error {
 		if err := d.run.clearRound(rec, d.self); err != nil {
 			return err
 		}
@@ -234,7 +365,7 @@ func (d *Driver) BeginRound() error {
 // Lease records a worker of the round in flight as soon as it has
 // started, before anything waits on it.
 func (d *Driver) Lease(l Lease) error {
-	return d.run.locked(func(rec *loaded) error {
+	return d.run.lockedWaiting(bookkeeping, func(rec *loaded) error {
 		rd := rec.round
 		if rd == nil {
 			return fmt.Errorf("lease worker %s of run %s: no round is in flight: a defect in custodian", l.Job, d.run.records.Dir)
@@ -253,9 +384,17 @@ func (d *Driver) NextLaunch(job string) (int, error) { return d.run.records.Next
 // It returns where the evidence is, run-relative.
 func (d *Driver) RecordLaunch(l *Launch, stdout, stderr []byte) (string, error) {
 	var dir string
-	err := d.run.locked(func(rec *loaded) error {
+	err := d.run.lockedWaiting(bookkeeping, func(rec *loaded) error {
 		if rec.state.Jobs[l.Job] == nil {
 			return fmt.Errorf("record a launch of %q: the run has no such job: a defect in custodian", l.Job)
+		}
+		if l.Outcome == LaunchFoundEnded {
+			// A drive that ended between keeping the evidence of its
+			// worker's end and dropping the lease left the record whole:
+			// it says more than that the worker was found ended.
+			if kept, err := d.run.records.LoadLaunch(l.Job, l.Launch); err == nil {
+				l = kept
+			}
 		}
 		var err error
 		if dir, err = d.run.records.SaveLaunch(l, stdout, stderr); err != nil {
@@ -270,14 +409,8 @@ func (d *Driver) RecordLaunch(l *Launch, stdout, stderr []byte) (string, error) 
 				}
 			}
 		}
-		text := l.Outcome
-		if l.Outcome != "failed-to-start" {
-			status := fmt.Sprintf("exit %d", l.ExitStatus)
-			if l.Signal != "" {
-				status = "signal " + l.Signal
-			}
-			text += ", " + status
-		}
+		text, _, _ := launchEnd(l)
+		noteLaunch(rec.state, l)
 		events := sealHistory(rec.state, rec.effects, []store.Event{{Type: store.EventLaunch, Subject: l.Job, Attempt: l.Attempt,
 			Kind: l.Outcome, Text: text, Path: dir}})
 		return d.run.commit("launch-state", rec.state, events)
@@ -288,7 +421,7 @@ func (d *Driver) RecordLaunch(l *Launch, stdout, stderr []byte) (string, error) 
 // EndRound records that the round in flight is over: every worker of it
 // has ended and been recorded.
 func (d *Driver) EndRound() error {
-	return d.run.locked(func(rec *loaded) error {
+	return d.run.lockedWaiting(bookkeeping, func(rec *loaded) error {
 		if rec.round == nil {
 			return nil
 		}
@@ -302,13 +435,17 @@ func (d *Driver) EndRound() error {
 // which holds for the first MaxUsageLimited such launches of a job in the
 // run. Past them, the launch counts as a failed attempt like any other.
 func (d *Driver) ReportUsageLimited(job, text string) (rep Report, free bool, err error) {
-	return d.run.reportUsageLimited(job, text)
+	return d.run.reportUsageLimited(d.self, bookkeeping, job, text)
 }
 
 // reportUsageLimited is Driver.ReportUsageLimited, and the report
-// usage-limited that the command line takes.
-func (run *Run) reportUsageLimited(job, text string) (rep Report, free bool, err error) {
-	err = run.locked(func(rec *loaded) error {
+// usage-limited that the command line takes, for the drive self or for no
+// drive, waiting up to wait for the lock.
+func (run *Run) reportUsageLimited(self Process, wait time.Duration, job, text string) (rep Report, free bool, err error) {
+	err = run.lockedWaiting(wait, func(rec *loaded) error {
+		if err := run.ownLoop(rec, self); err != nil {
+			return err
+		}
 		js := rec.state.Jobs[job]
 		if js == nil {
 			return refused("name a job that step has handed out", "job %q is not a job of run %s", job, run.records.Dir)
@@ -321,4 +458,78 @@ func (run *Run) reportUsageLimited(job, text string) (rep Report, free bool, err
 		return err
 	})
 	return rep, free, err
+}
+
+// Decisions is what one step decided, as its history says: for custodian
+// drive to tell the operator after every step.
+type Decisions struct {
+	Step      int          `json:"step"`
+	Outcome   Kind         `json:"outcome"`
+	Accepted  []string     `json:"accepted"`
+	Refused   []Refusal    `json:"refused"`
+	Spared    []string     `json:"spared"` // hand-outs without an output that no worker attempted
+	Reopened  []string     `json:"reopened"`
+	HandedOut []string     `json:"handed_out"`
+	Effects   []EffectRun  `json:"effects"`
+	Blocks    []BlockBrief `json:"blocks"`
+}
+
+// Refusal is a job's attempt a step refused, and the kind of refusal.
+type Refusal struct {
+	Job  string    `json:"job"`
+	Kind BlockKind `json:"kind"`
+}
+
+// EffectRun is what became of an effect in a step: started, completed or
+// absent.
+type EffectRun struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+}
+
+// BlockBrief is a block of a step's outcome: its subject and kind.
+type BlockBrief struct {
+	Subject Subject   `json:"subject"`
+	Kind    BlockKind `json:"kind"`
+}
+
+// Decisions reads what the run's last step decided. It takes no lock and
+// writes nothing.
+func (d *Driver) Decisions() (Decisions, error) {
+	rec, err := d.run.read()
+	if err != nil {
+		return Decisions{}, err
+	}
+	dec := Decisions{Accepted: []string{}, Refused: []Refusal{}, Spared: []string{}, Reopened: []string{},
+		HandedOut: []string{}, Effects: []EffectRun{}, Blocks: []BlockBrief{}}
+	for seq := rec.state.Seq; seq > 0; seq-- {
+		events, err := d.run.records.HistoryOf(seq)
+		if err != nil {
+			return Decisions{}, err
+		}
+		if len(events) == 0 || events[0].Type != store.EventStep {
+			continue
+		}
+		dec.Step, dec.Outcome = events[0].Step, Kind(events[0].Text)
+		for _, e := range events[1:] {
+			switch e.Type {
+			case store.EventAccept:
+				dec.Accepted = append(dec.Accepted, e.Subject)
+			case store.EventRefuse:
+				dec.Refused = append(dec.Refused, Refusal{Job: e.Subject, Kind: BlockKind(e.Kind)})
+			case store.EventSpare:
+				dec.Spared = append(dec.Spared, e.Subject)
+			case store.EventReopen:
+				dec.Reopened = append(dec.Reopened, e.Subject)
+			case store.EventHandout:
+				dec.HandedOut = append(dec.HandedOut, e.Subject)
+			case store.EventEffect:
+				dec.Effects = append(dec.Effects, EffectRun{Name: e.Subject, Status: e.Text})
+			case store.EventBlock:
+				dec.Blocks = append(dec.Blocks, BlockBrief{Subject: Subject(e.Subject), Kind: BlockKind(e.Kind)})
+			}
+		}
+		break
+	}
+	return dec, nil
 }

@@ -71,6 +71,10 @@ func effectEvents(st *store.State, effects map[string]*store.Effect) []store.Eve
 	return events
 }
 
+// stepByDrive is the kind of a step event of a step custodian drive took:
+// the loop that goes on is drive.
+const stepByDrive = "drive"
+
 // stepEvents puts the step's own event, with its outcome, before the events
 // it recorded, and a block event for each block of the outcome.
 func (run *Run) stepEvents(out Outcome, events []store.Event) []store.Event {

@@ -128,7 +128,7 @@ func (r *replay) problemReport(n *named, out store.Content) (blocked bool, err e
 		keep = append(keep, n.spec.output)
 	}
 	t := trouble(js)
-	t.History = append(t.History, fmt.Sprintf("attempt %d: the worker wrote a problem report", js.Handouts))
+	t.History = append(t.History, fmt.Sprintf("attempt %d: the worker wrote a problem report%s", attempt(js), launchesText(js.Outstanding)))
 	r.blockJob(n, BlockProblemReport, "the worker wrote a problem report")
 	n.block.problem = text
 	n.block.keep = keep
@@ -146,8 +146,18 @@ func (r *replay) judgeAttempt(n *named, out store.Content) error {
 	}
 	kind, reason, messages := BlockKind(""), "", []string(nil)
 	switch {
+	case out.Kind == store.Missing && spare(js) != "":
+		// No worker attempted it: handed out again, not charged.
+		n.spared, n.sparedAttempt = spare(js), attempt(js)
+		trouble(js).Spared++
+		js.Outstanding = nil
+		n.verdict = verdictHandout
+		return nil
 	case out.Kind == store.Missing:
 		kind, reason = BlockNoOutput, "no output"
+		if o := js.Outstanding; !o.Worked && o.Spare != "" {
+			reason += fmt.Sprintf(" (%s; the job was spared %d times already)", o.Spare, MaxSpared)
+		}
 		messages = []string{"no output was written to " + n.spec.output}
 	case changed:
 		kind, reason = BlockPromptChanged, "the prompt file was changed after it was handed out"
@@ -176,13 +186,13 @@ func (r *replay) judgeAttempt(n *named, out store.Content) error {
 			reason = "the validator failed"
 		}
 	}
+	line := fmt.Sprintf("attempt %d: %s%s", attempt(js), reason, launchesText(js.Outstanding))
 	js.Outstanding = nil
 	t := trouble(js)
 	t.Failures++
 	t.Messages = messages
 	t.LastFailure = &store.Failure{Kind: string(kind), Reason: reason}
 	n.refusal, n.refusalMessages = t.LastFailure, messages
-	line := fmt.Sprintf("attempt %d: %s", js.Handouts, reason)
 	for _, m := range messages {
 		line += "\n  - " + m
 	}
@@ -198,6 +208,43 @@ func (r *replay) judgeAttempt(n *named, out store.Content) error {
 	}
 	n.verdict = verdictHandout
 	return nil
+}
+
+// MaxSpared is how many hand-outs of one job a run may hand out again
+// without charging an attempt, because no worker attempted them; past it,
+// a missing output is a failed attempt like any other, so that a loop that
+// never launches still ends.
+const MaxSpared = 5
+
+// attempt is the number of the job's last hand-out as an attempt: hand-outs
+// that no worker attempted are not counted.
+func attempt(js *store.JobState) int {
+	if t := js.Trouble; t != nil {
+		return js.Handouts - t.Spared
+	}
+	return js.Handouts
+}
+
+// spare says why the job's outstanding hand-out, if it has no output, is
+// not to be charged: custodian drive launched no worker for it, or ended
+// the one it launched, or the harness said its session was cut; "" when a
+// worker ended on its own, or nothing says, or the job was spared
+// MaxSpared times already.
+func spare(js *store.JobState) string {
+	o := js.Outstanding
+	if o == nil || o.Worked || o.Spare == "" || js.Trouble != nil && js.Trouble.Spared >= MaxSpared {
+		return ""
+	}
+	return o.Spare
+}
+
+// launchesText says how custodian drive's launches for a hand-out ended,
+// for the attempt's line in a block record; "" when no drive launched it.
+func launchesText(o *store.Handout) string {
+	if o == nil || len(o.Launches) == 0 {
+		return ""
+	}
+	return " (launches: " + strings.Join(o.Launches, "; ") + ")"
 }
 
 // promptChanged says whether the prompt file of the job's outstanding
@@ -270,7 +317,7 @@ func trouble(js *store.JobState) *store.Trouble {
 // job that never failed stays small.
 func tidy(js *store.JobState) {
 	t := js.Trouble
-	if t != nil && t.Failures == 0 && t.BlocksTowardLimit == 0 && t.Blocks == 0 && t.UsageLimited == 0 &&
+	if t != nil && t.Failures == 0 && t.BlocksTowardLimit == 0 && t.Blocks == 0 && t.UsageLimited == 0 && t.Spared == 0 &&
 		len(t.Messages) == 0 && len(t.History) == 0 && t.LastFailure == nil && t.Stopped == nil {
 		js.Trouble = nil
 	}
@@ -316,6 +363,7 @@ func cloneJob(j *store.JobState) *store.JobState {
 	}
 	if j.Outstanding != nil {
 		o := *j.Outstanding
+		o.Launches = slices.Clone(j.Outstanding.Launches)
 		c.Outstanding = &o
 	}
 	if t := j.Trouble; t != nil {

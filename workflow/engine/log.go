@@ -20,6 +20,7 @@ const (
 	EventHandout = store.EventHandout // a job was handed out
 	EventAccept  = store.EventAccept  // a job's output was accepted
 	EventRefuse  = store.EventRefuse  // an attempt failed
+	EventSpare   = store.EventSpare   // a hand-out no worker attempted was not charged
 	EventReopen  = store.EventReopen  // an accepted job was handed out again
 	EventCarry   = store.EventCarry   // an accepted job carried over to a new name
 	EventAbandon = store.EventAbandon // the operator ended the run for good

@@ -242,20 +242,63 @@ func (r *replay) removedPatches(had []string) {
 func changesReport(changes []change) (reason, body string, keys map[string]string) {
 	keys = map[string]string{}
 	var subjects []string
-	var b strings.Builder
 	for _, c := range changes {
 		keys[c.key] = c.fingerprint
 		subjects = append(subjects, c.subject)
-		fmt.Fprintf(&b, "\n## %s\n\n", c.subject)
-		for _, w := range c.what {
-			fmt.Fprintf(&b, "- %s\n", w)
+	}
+	// Alike changes are said once, with the subjects they are of: a
+	// prompt reworded in thirty jobs is one diff.
+	var order []string
+	alike := map[string][]change{}
+	for _, c := range changes {
+		key := strings.Join(c.what, "\n") + "\n" + diffBody(c.detail)
+		if alike[key] == nil {
+			order = append(order, key)
 		}
-		if c.detail != "" {
-			fmt.Fprintf(&b, "\n```diff\n%s```\n", c.detail)
+		alike[key] = append(alike[key], c)
+	}
+	var b strings.Builder
+	for _, key := range order {
+		group := alike[key]
+		if len(group) < ManyAlike {
+			for _, c := range group {
+				writeChange(&b, c.subject, c)
+			}
+			continue
 		}
+		names := make([]string, len(group))
+		for i, c := range group {
+			names[i] = c.subject
+		}
+		writeChange(&b, fmt.Sprintf("%d alike: %s", len(group), strings.Join(names, ", ")), group[0])
+		fmt.Fprintf(&b, "\n(The diff of %s; the others take away and add the same lines.)\n", group[0].subject)
 	}
 	reason = "the definition changed under the run: " + strings.Join(subjects, ", ")
 	return reason, b.String(), keys
+}
+
+// writeChange writes a change of the definition under its heading.
+func writeChange(b *strings.Builder, heading string, c change) {
+	fmt.Fprintf(b, "\n## %s\n\n", heading)
+	for _, w := range c.what {
+		fmt.Fprintf(b, "- %s\n", w)
+	}
+	if c.detail != "" {
+		fmt.Fprintf(b, "\n```diff\n%s```\n", c.detail)
+	}
+}
+
+// diffBody is what two jobs' alike changes share of a diff: the lines it
+// takes away and adds, without its headers, which name one job's file,
+// and its context, which may name the job.
+func diffBody(diff string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(diff, "\n") {
+		if (strings.HasPrefix(line, "+") || strings.HasPrefix(line, "-")) && !strings.HasPrefix(line, "+++ ") && !strings.HasPrefix(line, "--- ") {
+			b.WriteString(line + "\n")
+		}
+	}
+	return b.String()
 }
 
 // sortedChanges orders changes by their key, so that a block lists them the

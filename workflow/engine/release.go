@@ -2,6 +2,7 @@ package engine
 
 import (
 	"maps"
+	"strings"
 
 	"github.com/custodian-run/custodian/store"
 )
@@ -18,7 +19,7 @@ func (run *Run) Release(subject Subject) error {
 				"%s is not released; an effect is resolved", subject)
 		case subject == WorkflowSubject:
 			if st.Workflow.Stopped == nil {
-				return refused("run step: a block that permits a repair is the agent orchestrator's to repair; release only a subject step reports as permitting only stopping", "workflow is not stopped")
+				return refused(notStopped(run.loop(st)), "workflow is not stopped")
 			}
 			// A stop of a changed definition lets through exactly the
 			// changes it listed.
@@ -32,7 +33,7 @@ func (run *Run) Release(subject Subject) error {
 				return refused("name a job of the run, or workflow", "run %s has no job %q", run.records.Dir, job)
 			}
 			if js.Trouble == nil || js.Trouble.Stopped == nil {
-				return refused("run step: a block that permits a repair is the agent orchestrator's to repair; release only a subject step reports as permitting only stopping", "job %s is not stopped", job)
+				return refused(notStopped(run.loop(st)), "job %s is not stopped", job)
 			}
 			t := js.Trouble
 			t.Stopped = nil
@@ -48,4 +49,14 @@ func (run *Run) Release(subject Subject) error {
 func isEffect(s Subject) bool {
 	_, ok := s.Effect()
 	return ok
+}
+
+// notStopped is the hint of a release of a subject that is not stopped,
+// for the loop that drives the run.
+func notStopped(loop string) string {
+	if strings.HasPrefix(loop, "custodian drive ") {
+		return "fix the cause, then " + loop + ": drive never repairs, and tries a subject that permits a repair again; " +
+			"release only a subject step reports as permitting only stopping"
+	}
+	return "run step: a block that permits a repair is the agent orchestrator's to repair; release only a subject step reports as permitting only stopping"
 }

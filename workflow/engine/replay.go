@@ -90,6 +90,8 @@ type named struct {
 	newlyAccepted   bool           // accepted in this step
 	refusal         *store.Failure // a failed attempt judged in this step
 	refusalMessages []string       // what the refusal told the next attempt
+	spared          string         // why a hand-out without an output was not charged
+	sparedAttempt   int            // the attempt number it kept
 }
 
 // jobBlock is a job's block found in this step.

@@ -125,8 +125,17 @@ type loaded struct {
 // stops every command, not only the one that happens to need it. A resolve
 // that committed and ended before its journal was written is finished
 // first.
-func (run *Run) locked(fn func(rec *loaded) error) error {
+func (run *Run) locked(fn func(rec *loaded) error) error { return run.lockedWaiting(0, fn) }
+
+// lockedWaiting is locked, waiting up to wait for a lock another process
+// holds, rather than refusing at once: for custodian drive's bookkeeping,
+// which an operator's command at the same instant must not end.
+func (run *Run) lockedWaiting(wait time.Duration, fn func(rec *loaded) error) error {
 	unlock, err := run.records.Lock()
+	for deadline := time.Now().Add(wait); errors.Is(err, store.ErrBusy) && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		unlock, err = run.records.Lock()
+	}
 	if err != nil {
 		return fmt.Errorf("run %s: %w", run.records.Dir, err)
 	}

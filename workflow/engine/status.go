@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/custodian-run/custodian/store"
 	"github.com/custodian-run/custodian/workflow"
@@ -45,6 +47,9 @@ type Status struct {
 	// resolved (an effect) since the last step: what the last outcome says
 	// of them no longer stands.
 	Settled []Subject `json:"settled"`
+	// Driven says the last step was a custodian drive's: the loop that
+	// goes on is drive, not a harness.
+	Driven bool `json:"driven"`
 	// Abandoned is set when the operator ended the run for good.
 	Abandoned *store.Abandon `json:"abandoned"`
 	// StopReport is the agent orchestrator's report that it stopped, made
@@ -67,9 +72,13 @@ type LastStep struct {
 
 // JobStatus is where one job stands.
 type JobStatus struct {
-	Name        string   `json:"name"`
-	State       string   `json:"state"`
-	Attempts    int      `json:"attempts"` // hand-outs in the run
+	Name     string `json:"name"`
+	State    string `json:"state"`
+	Attempts int    `json:"attempts"` // attempts in the run: hand-outs, but those spared
+	// Spared counts the hand-outs of the job that no worker attempted,
+	// which were not charged; Spare says why the last one was not.
+	Spared      int      `json:"spared"`
+	Spare       string   `json:"spare"`
 	LastFailure *Failure `json:"last_failure"`
 	Block       *Block   `json:"block"` // blocked or stopped: why, and what is permitted
 	// Changed names, for an accepted job, the recorded inputs ("input PATH")
@@ -143,13 +152,16 @@ func (run *Run) Status() (Status, error) {
 		Uncertain:  []EffectState{},
 		Settled:    []Subject{},
 	}
-	if s.Last, s.Settled, err = run.readHistory(history); err != nil {
+	if s.Last, s.Settled, s.Driven, err = run.readHistory(history); err != nil {
 		return Status{}, err
 	}
-	launches := map[string]*LaunchStatus{}
+	launches, spares := map[string]*LaunchStatus{}, map[string]string{}
 	for _, e := range history {
-		if e.Type == store.EventLaunch {
+		switch e.Type {
+		case store.EventLaunch:
 			launches[e.Subject] = &LaunchStatus{Attempt: e.Attempt, Outcome: e.Kind, Text: e.Text, Evidence: run.abs(e.Path)}
+		case store.EventSpare:
+			spares[e.Subject] = e.Text
 		}
 	}
 	workers, _ := liveWorkers(rec.round)
@@ -176,7 +188,7 @@ func (run *Run) Status() (Status, error) {
 		if err != nil {
 			return Status{}, err
 		}
-		js.LastLaunch = launches[name]
+		js.LastLaunch, js.Spare = launches[name], spares[name]
 		s.Jobs = append(s.Jobs, js)
 	}
 	uncertain := map[string]string{}
@@ -256,10 +268,10 @@ func isListedJob(s Status, subject Subject) bool {
 
 func (run *Run) jobStatus(files *store.Files, st *store.State, name string, named map[string]bool, blocks map[Subject]Block) (JobStatus, error) {
 	j := st.Jobs[name]
-	js := JobStatus{Name: name, Attempts: j.Handouts, Changed: []string{}}
+	js := JobStatus{Name: name, Attempts: attempt(j), Changed: []string{}}
 	var stopped *store.Stop
 	if t := j.Trouble; t != nil {
-		js.LastFailure, stopped = t.LastFailure, t.Stopped
+		js.LastFailure, stopped, js.Spared = t.LastFailure, t.Stopped, t.Spared
 	}
 	if j.Accepted != "" {
 		for _, f := range j.Input.Files {
@@ -319,16 +331,16 @@ func fileChange(files *store.Files, key, sum string) (string, error) {
 
 // readHistory reads what the status needs from the committed history: the
 // last step's outcome, and what the operator released or resolved after it.
-func (run *Run) readHistory(history []store.Event) (last *LastStep, settled []Subject, err error) {
+func (run *Run) readHistory(history []store.Event) (last *LastStep, settled []Subject, driven bool, err error) {
 	settled = []Subject{}
 	for _, e := range history {
 		switch e.Type {
 		case store.EventStep:
 			out, err := run.eventOutcome(e)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, false, err
 			}
-			last, settled = &LastStep{Step: e.Step, At: e.At, Outcome: out}, []Subject{}
+			last, settled, driven = &LastStep{Step: e.Step, At: e.At, Outcome: out}, []Subject{}, e.Kind == stepByDrive
 		case store.EventRelease, store.EventResolve:
 			subject := Subject(e.Subject)
 			if e.Type == store.EventResolve {
@@ -339,5 +351,31 @@ func (run *Run) readHistory(history []store.Event) (last *LastStep, settled []Su
 			}
 		}
 	}
-	return last, settled, nil
+	return last, settled, driven, nil
+}
+
+// jobStates are the states of jobs in the order a summary counts them.
+var jobStates = []string{JobAccepted, JobAwaited, JobBlocked, JobStopped, JobPending, JobNoLongerUsed}
+
+// Summary counts the run's jobs by state, in one line: "31 jobs: 28
+// accepted, 2 awaited, 1 blocked".
+func (s Status) Summary() string {
+	count := map[string]int{}
+	for _, j := range s.Jobs {
+		count[j.State]++
+	}
+	noun := "jobs"
+	if len(s.Jobs) == 1 {
+		noun = "job"
+	}
+	var parts []string
+	for _, state := range jobStates {
+		if n := count[state]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, state))
+		}
+	}
+	if len(parts) == 0 {
+		return "0 jobs"
+	}
+	return fmt.Sprintf("%d %s: %s", len(s.Jobs), noun, strings.Join(parts, ", "))
 }

@@ -49,6 +49,9 @@ func (run *Run) step(self Process) (Outcome, error) {
 		if err != nil {
 			return err
 		}
+		if self.Pid != 0 {
+			p.events[0].Kind = stepByDrive
+		}
 		if err := run.apply(p); err != nil {
 			return err
 		}
@@ -107,21 +110,39 @@ func (run *Run) abs(rel string) string { return path.Join(run.records.Dir, rel) 
 // lastOutcome reads the outcome of the last step from the committed
 // history, or nil when no step has given one.
 func (run *Run) lastOutcome(st *store.State) (*Outcome, error) {
+	e, err := run.lastStep(st)
+	if err != nil || e == nil {
+		return nil, err
+	}
+	out, err := run.eventOutcome(*e)
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// lastStep reads the event of the last step from the committed history,
+// or nil when no step has given one.
+func (run *Run) lastStep(st *store.State) (*store.Event, error) {
 	for seq := st.Seq; seq > 0; seq-- {
 		events, err := run.records.HistoryOf(seq)
 		if err != nil {
 			return nil, err
 		}
 		for _, e := range events {
-			if e.Type != store.EventStep {
-				continue
+			if e.Type == store.EventStep {
+				return &e, nil
 			}
-			out, err := run.eventOutcome(e)
-			if err != nil {
-				return nil, err
-			}
-			return &out, nil
 		}
 	}
 	return nil, nil
+}
+
+// loop says how the loop that drives the run goes on, for a hint: drive
+// again when a drive took the last step, step otherwise.
+func (run *Run) loop(st *store.State) string {
+	if e, err := run.lastStep(st); err == nil && e != nil && e.Kind == stepByDrive {
+		return driveAgain(run.records.Dir)
+	}
+	return "custodian step " + shellQuote(run.records.Dir)
 }

@@ -14,7 +14,7 @@ import (
 const redrawEvery = 250 * time.Millisecond
 
 // Live is the view for a terminal: a frame redrawn in place that shows the
-// round, how many of its jobs are running, queued, finished and failed,
+// round, how many of its jobs are running, queued, finished and killed,
 // each running job's time and last line of output, and a countdown while a
 // usage limit is waited out. Events other than output also go above the
 // frame as plain lines, which stay in the terminal's scrollback.
@@ -117,7 +117,10 @@ type view struct {
 	jobs        []*jobView // the round's jobs, in the order it named them
 	pausedUntil time.Time
 	step        string // the last step's outcome
-	interrupted bool
+	// accepted and refused are what the last step judged of the workers'
+	// outputs: a worker that finished may have written one it refused.
+	accepted, refused int
+	interrupted       bool
 }
 
 type jobState int
@@ -126,7 +129,7 @@ const (
 	queued jobState = iota
 	running
 	finished
-	failed
+	killed // ended by drive, by a timeout, or never started
 )
 
 type jobView struct {
@@ -154,16 +157,20 @@ func (v *view) apply(e Event) {
 		case UsageLimited:
 			v.job(e.Job).state = queued // it is launched again once the limit lifts
 		default:
-			v.job(e.Job).state = failed
+			v.job(e.Job).state = killed
 		}
 	case EventLaunchFailed:
-		v.job(e.Job).state = failed
+		v.job(e.Job).state = killed
 	case EventPaused:
 		v.pausedUntil = e.Until
 	case EventResumed:
 		v.pausedUntil = time.Time{}
 	case EventStep:
 		v.step = e.Outcome
+	case EventDecided:
+		if d := e.Decided; d != nil {
+			v.accepted, v.refused = len(d.Accepted), len(d.Refused)
+		}
 	case EventInterrupted:
 		v.interrupted = true
 	}
@@ -189,7 +196,7 @@ const maxNameCells = 24
 // that filled the last column could wrap, and the redraw would move up one
 // line too few), and that fit in height-1 lines.
 func (v *view) frame(now time.Time, width, height int) []string {
-	var count [failed + 1]int
+	var count [killed + 1]int
 	var active []*jobView
 	names := 0
 	for _, j := range v.jobs {
@@ -199,10 +206,13 @@ func (v *view) frame(now time.Time, width, height int) []string {
 			names = max(names, min(cells(j.name), maxNameCells))
 		}
 	}
-	head := fmt.Sprintf("round %d · %d running · %d queued · %d finished · %d failed",
-		v.round, count[running], count[queued], count[finished], count[failed])
+	head := fmt.Sprintf("round %d · %d running · %d queued · %d finished · %d killed",
+		v.round, count[running], count[queued], count[finished], count[killed])
 	if v.step != "" {
 		head += " · last step: " + v.step
+		if v.accepted+v.refused > 0 {
+			head += fmt.Sprintf(", %d accepted, %d refused", v.accepted, v.refused)
+		}
 	}
 	var tail []string
 	if !v.pausedUntil.IsZero() {

@@ -92,31 +92,58 @@ func Drive(o *engine.Run, opts Config) (int, error) {
 		// record that the next command finds ended, and clears.
 		_ = d.held.End()
 	}()
-	for round := 1; ; round++ {
+	round := 1
+	// A round the last step handed out that no one launched (a step by
+	// hand, a harness session that stopped, a drive that stopped before
+	// its launches) is launched before the next step judges it.
+	takeover, err := d.held.Unlaunched()
+	if err != nil {
+		return 0, err
+	}
+	if len(takeover) > 0 {
+		if err := d.check(takeover); err != nil {
+			return 0, err
+		}
+		interrupted, err := d.round(round, takeover)
+		if err != nil {
+			return 0, err
+		}
+		if interrupted {
+			return d.finish(ExitInterrupted)
+		}
+		round++
+	}
+	for ; ; round++ {
 		out, printed, status, err := d.step()
 		if err != nil || status != ExitDone {
 			return status, err
 		}
 		d.last = printed
 		d.sink.Emit(Event{Kind: EventStep, Round: round, Outcome: string(out.Kind)})
+		if err := d.decided(); err != nil {
+			return 0, err
+		}
 		switch out.Kind {
 		case engine.KindDone:
 			return d.finish(ExitDone)
 		case engine.KindBlocked:
-			if err := d.stop(blockedReason(out)); err != nil {
+			if err := d.stopBlocked(out); err != nil {
 				return 0, err
 			}
 			return d.finish(ExitBlocked)
 		case engine.KindUncertain:
-			if err := d.stop(uncertainReason(out)); err != nil {
+			if err := d.stop("", uncertainReason(out)); err != nil {
 				return 0, err
 			}
 			return d.finish(ExitUncertain)
 		}
 		if d.pollInterrupt(nil) {
 			// A signal that came during the step: it is let finish, and
-			// nothing is launched after it.
+			// nothing is launched after it; the round is the next drive's.
 			return d.finish(ExitInterrupted)
+		}
+		if err := d.check(out.Jobs); err != nil {
+			return 0, err
 		}
 		interrupted, err := d.round(round, out.Jobs)
 		if err != nil {
@@ -126,6 +153,65 @@ func Drive(o *engine.Run, opts Config) (int, error) {
 			return d.finish(ExitInterrupted)
 		}
 	}
+}
+
+// check maps every hand-out of a round through the profile before any is
+// launched: a launch set-up that cannot launch one of them (a launch
+// parameter no placeholder maps, a program that is not there) fails the
+// drive at once, with exit status 2, naming each job and parameter, and
+// nothing is launched or reported: the round stays handed out for the
+// next drive, which launches it.
+func (d *driver) check(jobs []engine.Handout) error {
+	var faults []string
+	byFault := map[string][]string{}
+	program := ""
+	for _, h := range jobs {
+		cmd, err := d.opts.Profile.Command(h, d.o.Dir())
+		var launchErr *LaunchError
+		switch {
+		case errors.As(err, &launchErr):
+			fault := launchErr.Reason
+			if launchErr.Param != "" {
+				fault = fmt.Sprintf("launch parameter %q %s", launchErr.Param, launchErr.Reason)
+			}
+			if byFault[fault] == nil {
+				faults = append(faults, fault)
+			}
+			byFault[fault] = append(byFault[fault], h.Name)
+		case err != nil:
+			return err
+		default:
+			program = cmd.Args[0]
+		}
+	}
+	if len(faults) == 0 {
+		if _, err := exec.LookPath(program); program != "" && err != nil {
+			return &engine.UsageError{
+				Message: fmt.Sprintf("drive: the worker's program %s cannot be run: %v; nothing was launched or reported", program, err),
+				Hint:    "install it, or name it in --command, then drive again: the round stays handed out",
+			}
+		}
+		return nil
+	}
+	lines := make([]string, len(faults))
+	for i, f := range faults {
+		lines[i] = fmt.Sprintf("%s: %s", listed(byFault[f]), f)
+	}
+	return &engine.UsageError{
+		Message: "drive: the launch set-up cannot launch this round, so nothing was launched or reported: " + strings.Join(lines, "; "),
+		Hint: "fix --command or the jobs' launch parameters, then drive again: the round stays handed out; " +
+			"{param:KEY?} leaves its argument out when a job has no KEY, {param:KEY=DEFAULT} gives a default",
+	}
+}
+
+// listed names jobs, a few of them when there are many: "a, b, c and 27
+// more".
+func listed(jobs []string) string {
+	const shown = 3
+	if len(jobs) <= shown+1 {
+		return strings.Join(jobs, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(jobs[:shown], ", "), len(jobs)-shown)
 }
 
 // driver is one drive's state.
@@ -173,7 +259,7 @@ func (d *driver) step() (out engine.Outcome, printed []byte, status int, err err
 		// effect: its fate is for the operator to establish.
 		d.last = stdout.Bytes()
 		why := fmt.Sprintf("step ended with exit status %d, inside an effect: %s", code, strings.TrimSpace(stderr.String()))
-		if err := d.stop(why); err != nil {
+		if err := d.stop("", why); err != nil {
 			return out, nil, 0, err
 		}
 		if d.opts.Stderr != nil {
@@ -254,16 +340,50 @@ func (e *StepError) Unwrap() error {
 	return nil
 }
 
-// stop reports that drive stops, as an agent orchestrator would.
-func (d *driver) stop(why string) error {
-	_, err := d.o.Report(engine.ReportStop, "", why)
+// decided tells what the last step decided: one line, and one event.
+func (d *driver) decided() error {
+	dec, err := d.held.Decisions()
+	if err != nil {
+		return err
+	}
+	d.sink.Emit(Event{Kind: EventDecided, Decided: &dec})
+	return nil
+}
+
+// stop reports that drive stops, as an agent orchestrator would: with
+// --job when a block on that job caused the stop.
+func (d *driver) stop(job, why string) error {
+	_, err := d.held.Report(engine.ReportStop, job, why)
 	return err
 }
 
+// stopBlocked reports a stop at a blocked outcome, naming the first
+// blocked job, as the loop instruction says, and every block, alike ones
+// once.
+func (d *driver) stopBlocked(out engine.Outcome) error {
+	job := ""
+	for _, b := range out.Blocks {
+		if name, ok := b.Subject.Job(); ok {
+			job = name
+			break
+		}
+	}
+	return d.stop(job, blockedReason(out))
+}
+
 func blockedReason(out engine.Outcome) string {
-	parts := make([]string, len(out.Blocks))
-	for i, b := range out.Blocks {
-		parts[i] = fmt.Sprintf("%s: %s (%s)", b.Subject, b.Reason, b.Kind)
+	var alike []string
+	bySubjects := map[string][]string{}
+	for _, b := range out.Blocks {
+		what := fmt.Sprintf("%s (%s)", b.Reason, b.Kind)
+		if bySubjects[what] == nil {
+			alike = append(alike, what)
+		}
+		bySubjects[what] = append(bySubjects[what], b.Subject.String())
+	}
+	parts := make([]string, len(alike))
+	for i, what := range alike {
+		parts[i] = listed(bySubjects[what]) + ": " + what
 	}
 	return "blocked; drive never repairs: " + strings.Join(parts, "; ")
 }
@@ -291,12 +411,21 @@ func (d *driver) reclaim() error {
 		return d.held.Begin()
 	}
 	for _, w := range rd.Workers {
-		if err := EndGroup(w.Process.Pid, w.Process.Start, d.opts.Grace); err != nil {
-			return err
-		}
+		now := time.Now().UTC().Format(time.RFC3339Nano)
 		l := &engine.Launch{Job: w.Job, Attempt: w.Attempt, Launch: w.Launch, Worker: d.opts.Profile.Name(), Host: rd.Host,
-			Process: w.Process, EndedAt: time.Now().UTC().Format(time.RFC3339Nano), Outcome: string(Killed), ExitStatus: -1,
-			Message: fmt.Sprintf("ended by drive --reclaim (pid %d): the drive that started it had ended", d.self.Pid)}
+			Process: w.Process, EndedAt: now, ExitStatus: -1}
+		if proc.Alive(w.Process.Pid, w.Process.Start) {
+			if err := EndGroup(w.Process.Pid, w.Process.Start, d.opts.Grace); err != nil {
+				return err
+			}
+			l.Outcome = engine.LaunchReclaimed
+			l.Message = fmt.Sprintf("ended by drive --reclaim (pid %d): the drive that started it had ended", d.self.Pid)
+		} else {
+			// It ended on its own, after the drive that watched it: when,
+			// and how, no one recorded.
+			l.Outcome = engine.LaunchFoundEnded
+			l.Message = fmt.Sprintf("found ended at %s by drive --reclaim (pid %d); its end was not recorded: the drive that started it had ended", now, d.self.Pid)
+		}
 		if _, err := d.held.RecordLaunch(l, nil, nil); err != nil {
 			return err
 		}
@@ -326,6 +455,7 @@ func (d *driver) round(round int, jobs []engine.Handout) (interrupted bool, err 
 	}
 	d.sink.Emit(Event{Kind: EventRound, Round: round, Jobs: names})
 	queue := slices.Clone(jobs)
+	var unlaunched []engine.Handout // a usage limit's relaunch an interrupt stopped
 	running := map[string]*launched{}
 	// Room for every launch the round can make, so that no watcher blocks
 	// once the round has stopped listening.
@@ -369,6 +499,9 @@ func (d *driver) round(round int, jobs []engine.Handout) (interrupted bool, err 
 			if err != nil {
 				return false, err
 			}
+			if again && d.interrupted > 0 {
+				unlaunched = append(unlaunched, l.h)
+			}
 			if again && d.interrupted == 0 {
 				queue = append([]engine.Handout{l.h}, queue...)
 				if pause == nil {
@@ -382,6 +515,10 @@ func (d *driver) round(round int, jobs []engine.Handout) (interrupted bool, err 
 		case <-d.opts.Interrupts:
 			d.interrupt(running)
 		}
+	}
+	// What an interrupt left unlaunched is handed out again, not charged.
+	if err := d.held.NotLaunched(append(queue, unlaunched...)); err != nil {
+		return false, err
 	}
 	if err := d.held.EndRound(); err != nil {
 		return false, err
@@ -459,7 +596,7 @@ func (d *driver) failed(l *launched, cause error) error {
 		return err
 	}
 	d.sink.Emit(Event{Kind: EventLaunchFailed, Job: l.h.Name, Text: cause.Error()})
-	_, err := d.o.Report(engine.ReportLaunchFailed, l.h.Name, cause.Error())
+	_, err := d.held.Report(engine.ReportLaunchFailed, l.h.Name, cause.Error())
 	return err
 }
 
@@ -468,11 +605,15 @@ func (d *driver) failed(l *launched, cause error) error {
 func (d *driver) ended(l *launched) (again bool, until time.Time, err error) {
 	r := l.w.Wait()
 	host, _ := os.Hostname()
+	outcome := string(r.Outcome)
+	if r.Outcome == Killed && d.interrupted > 0 {
+		outcome = engine.LaunchInterrupted // ended by drive, not by itself
+	}
 	rec := &engine.Launch{Job: l.h.Name, Attempt: l.h.Attempt, Launch: l.n, Worker: d.opts.Profile.Name(),
 		Command: l.cmd.Args, Env: l.cmd.EnvNames(), Host: host,
 		Process:   engine.Process{Pid: l.w.Pid(), Start: l.w.ProcessStart()},
 		StartedAt: r.Started.UTC().Format(time.RFC3339Nano), EndedAt: r.Ended.UTC().Format(time.RFC3339Nano),
-		Outcome: string(r.Outcome), ExitStatus: r.ExitCode, Signal: r.Signal, Session: r.SessionID, Message: r.Message,
+		Outcome: outcome, ExitStatus: r.ExitCode, Signal: r.Signal, Session: r.SessionID, Message: r.Message,
 		Stdout: engine.OutputRecord{Bytes: r.Stdout.Total, Kept: len(r.Stdout.Data)},
 		Stderr: engine.OutputRecord{Bytes: r.Stderr.Total, Kept: len(r.Stderr.Data)}}
 	if lim := r.Limit; lim != nil {
@@ -485,7 +626,7 @@ func (d *driver) ended(l *launched) (again bool, until time.Time, err error) {
 	if err != nil {
 		return false, time.Time{}, err
 	}
-	d.sink.Emit(Event{Kind: EventEnded, Job: l.h.Name, Outcome: string(r.Outcome), Status: r.Status(),
+	d.sink.Emit(Event{Kind: EventEnded, Job: l.h.Name, Outcome: outcome, Status: r.Status(),
 		Duration: r.Ended.Sub(r.Started), Text: dir})
 	if r.Outcome != UsageLimited {
 		return false, time.Time{}, nil

@@ -74,6 +74,15 @@ func TestProfileCommandLines(t *testing.T) {
 		{"exec other braces are text", "exec", `/bin/worker '{"a":1}' {} '{a b}'`, "",
 			[]string{"/bin/worker", `{"a":1}`, "{}", "{a b}"}},
 		{"exec empty word", "exec", `/bin/worker '' {job}`, "", []string{"/bin/worker", "", "claims"}},
+		{"exec optional parameter given", "exec", "/bin/worker --model={param:model?} {prompt}", `{"model":"small"}`,
+			[]string{"/bin/worker", "--model=small", prompt}},
+		{"exec optional parameter missing leaves its argument out", "exec", "/bin/worker --model={param:model?} {prompt}", `{}`,
+			[]string{"/bin/worker", prompt}},
+		{"exec default given", "exec", "/bin/worker --effort {param:effort=low} {prompt}", `{"effort":"high"}`,
+			[]string{"/bin/worker", "--effort", "high", prompt}},
+		{"exec default for a missing parameter", "exec", "/bin/worker --effort {param:effort=low} {prompt}", `{}`,
+			[]string{"/bin/worker", "--effort", "low", prompt}},
+		{"exec an empty default", "exec", "/bin/worker x{param:effort=}", `{}`, []string{"/bin/worker", "x"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

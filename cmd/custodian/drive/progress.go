@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/custodian-run/custodian/workflow/engine"
 	"golang.org/x/term"
 )
 
@@ -26,6 +27,7 @@ const (
 	EventPaused       EventKind = "paused"        // launching waits out a usage limit: Until, Job, Text
 	EventResumed      EventKind = "resumed"       // launching goes on
 	EventStep         EventKind = "step"          // a step ended: Outcome, the step's outcome word
+	EventDecided      EventKind = "decided"       // what the step decided: Decided
 	EventInterrupted  EventKind = "interrupted"   // a signal stops the drive; its workers are being ended
 )
 
@@ -44,6 +46,9 @@ type Event struct {
 	Duration time.Duration `json:"-"`                // how long the worker ran
 	Until    time.Time     `json:"until,omitzero"`
 	Text     string        `json:"text,omitzero"` // a line of output, or what went wrong
+	// Decided is what a step decided: what it accepted, refused, spared,
+	// reopened and handed out, the effects it ran, its blocks.
+	Decided *engine.Decisions `json:"decided,omitempty"`
 }
 
 // MarshalJSON renders the event as one object, with the duration in
@@ -79,6 +84,8 @@ func (e Event) String() string {
 		return "resumed after the usage limit"
 	case EventStep:
 		return "step: " + e.Outcome
+	case EventDecided:
+		return decidedText(e.Decided)
 	case EventInterrupted:
 		return "interrupted: ending the workers"
 	}
@@ -186,4 +193,47 @@ func (j *JSONLines) Close() error {
 	j.out.mu.Lock()
 	defer j.out.mu.Unlock()
 	return j.out.err
+}
+
+// decidedText says what a step decided in one line, alike refusals and
+// blocks once: "step 3 decided: accepted 28; refused 2 (no-output): a, b;
+// handed out 2: a, b; effect publish completed".
+func decidedText(dec *engine.Decisions) string {
+	if dec == nil {
+		return "step decided nothing"
+	}
+	parts := []string{fmt.Sprintf("accepted %d", len(dec.Accepted))}
+	kinds, byKind := []engine.BlockKind{}, map[engine.BlockKind][]string{}
+	for _, r := range dec.Refused {
+		if byKind[r.Kind] == nil {
+			kinds = append(kinds, r.Kind)
+		}
+		byKind[r.Kind] = append(byKind[r.Kind], r.Job)
+	}
+	for _, k := range kinds {
+		parts = append(parts, fmt.Sprintf("refused %d (%s): %s", len(byKind[k]), k, listed(byKind[k])))
+	}
+	if len(dec.Spared) > 0 {
+		parts = append(parts, fmt.Sprintf("not charged %d (no worker attempted them): %s", len(dec.Spared), listed(dec.Spared)))
+	}
+	if len(dec.Reopened) > 0 {
+		parts = append(parts, fmt.Sprintf("reopened %d: %s", len(dec.Reopened), listed(dec.Reopened)))
+	}
+	if len(dec.HandedOut) > 0 {
+		parts = append(parts, fmt.Sprintf("handed out %d: %s", len(dec.HandedOut), listed(dec.HandedOut)))
+	}
+	for _, e := range dec.Effects {
+		parts = append(parts, "effect "+e.Name+" "+e.Status)
+	}
+	blocked, byBlock := []engine.BlockKind{}, map[engine.BlockKind][]string{}
+	for _, b := range dec.Blocks {
+		if byBlock[b.Kind] == nil {
+			blocked = append(blocked, b.Kind)
+		}
+		byBlock[b.Kind] = append(byBlock[b.Kind], b.Subject.String())
+	}
+	for _, k := range blocked {
+		parts = append(parts, fmt.Sprintf("blocked %d (%s): %s", len(byBlock[k]), k, listed(byBlock[k])))
+	}
+	return fmt.Sprintf("step %d decided: %s", dec.Step, strings.Join(parts, "; "))
 }

@@ -3,6 +3,7 @@ package drive_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/custodian-run/custodian/cmd/custodian/drive"
+	"github.com/custodian-run/custodian/workflow/engine"
 )
 
 var t0 = time.Date(2026, 7, 1, 15, 0, 0, 0, time.UTC)
@@ -115,4 +117,23 @@ func TestNewSink(t *testing.T) {
 	require.NoError(t, err)
 	defer f.Close()
 	assert.IsType(t, &drive.Plain{}, drive.NewSink(f, false), "a file is no terminal")
+}
+
+// What a step decided is one line, alike refusals and blocks once, with a
+// few of their names.
+func TestEventDecidedSaysAlikeThingsOnce(t *testing.T) {
+	dec := &engine.Decisions{Step: 3, Outcome: engine.KindBlocked, Accepted: []string{"join"}}
+	for i := range 30 {
+		name := fmt.Sprintf("audit-%02d", i)
+		dec.Refused = append(dec.Refused, engine.Refusal{Job: name, Kind: engine.BlockNoOutput})
+		dec.Blocks = append(dec.Blocks, engine.BlockBrief{Subject: engine.JobSubject(name), Kind: engine.BlockNoOutput})
+	}
+	dec.Refused = append(dec.Refused, engine.Refusal{Job: "check", Kind: engine.BlockRefused})
+	dec.Spared = []string{"lint"}
+	dec.HandedOut = []string{"lint"}
+	dec.Effects = []engine.EffectRun{{Name: "publish", Status: "completed"}}
+	assert.Equal(t, "step 3 decided: accepted 1; refused 30 (no-output): audit-00, audit-01, audit-02 and 27 more; "+
+		"refused 1 (validator-refused): check; not charged 1 (no worker attempted them): lint; handed out 1: lint; "+
+		"effect publish completed; blocked 30 (no-output): audit-00, audit-01, audit-02 and 27 more",
+		drive.Event{Kind: drive.EventDecided, Decided: dec}.String())
 }

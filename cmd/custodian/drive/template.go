@@ -21,6 +21,12 @@ type piece struct {
 	text string
 	name string // instruction, prompt, job or param
 	key  string // param's KEY
+	// optional: {param:KEY?}, whose word is left out when the job has no
+	// KEY; def, with hasDef: {param:KEY=DEFAULT}, which stands for KEY
+	// when the job has none.
+	optional bool
+	def      string
+	hasDef   bool
 }
 
 // placeholder matches what reads as a placeholder: a name in braces, with
@@ -69,9 +75,17 @@ func (t *template) parseWord(w string) ([]piece, error) {
 		if hasKey {
 			p.key = w[m[4]:m[5]]
 		}
+		if p.name == "param" {
+			if key, def, ok := strings.Cut(p.key, "="); ok {
+				p.key, p.def, p.hasDef = key, def, true
+			} else if key, ok := strings.CutSuffix(p.key, "?"); ok {
+				p.key, p.optional = key, true
+			}
+		}
 		switch {
 		case p.name == "param" && p.key == "":
-			return nil, usage("--command's %s needs a key: {param:KEY} is replaced by the job's launch parameter KEY", w[m[0]:m[1]])
+			return nil, usage("--command's %s needs a key: {param:KEY} is replaced by the job's launch parameter KEY "+
+				"({param:KEY?} leaves the argument out when the job has no KEY, {param:KEY=DEFAULT} gives DEFAULT)", w[m[0]:m[1]])
 		case p.name == "param":
 			t.params = append(t.params, p.key)
 		case p.name != "instruction" && p.name != "prompt" && p.name != "job":
@@ -98,6 +112,7 @@ func (t *template) args(l launch) ([]string, error) {
 		}
 	}
 	args := make([]string, 0, len(t.words))
+words:
 	for _, pieces := range t.words {
 		var b strings.Builder
 		for _, p := range pieces {
@@ -112,11 +127,18 @@ func (t *template) args(l launch) ([]string, error) {
 				b.WriteString(l.job)
 			case "param":
 				raw, ok := l.params[p.key]
-				if !ok {
+				switch {
+				case ok:
+					b.WriteString(paramText(raw))
+				case p.hasDef:
+					b.WriteString(p.def)
+				case p.optional:
+					continue words // the argument is left out
+				default:
 					return nil, &LaunchError{Job: l.job, Param: p.key, Reason: fmt.Sprintf(
-						"is missing: --command uses {param:%s}; give the job that launch parameter, or change --command", p.key)}
+						"is missing: --command uses {param:%s}; give the job that launch parameter, "+
+							"or change --command ({param:%s?} leaves the argument out, {param:%s=DEFAULT} gives a default)", p.key, p.key, p.key)}
 				}
-				b.WriteString(paramText(raw))
 			}
 		}
 		args = append(args, b.String())

@@ -57,6 +57,12 @@ func splitWords(s string) ([]string, error) {
 				return nil, err
 			}
 			inWord, i = true, end
+		case c == '{' && placeholderAt(string(rs[i:])) != "":
+			// A placeholder is the command's own, not the shell's: the ?
+			// of {param:KEY?} is kept, not refused as a glob.
+			p := placeholderAt(string(rs[i:]))
+			word.WriteString(p)
+			inWord, i = true, i+len([]rune(p))-1
 		case strings.ContainsRune(shellSpecial, c), !inWord && (c == '~' || c == '#'):
 			return nil, fmt.Errorf("its unquoted %q would mean something to a shell, and --command runs its program without one", c)
 		default:
@@ -89,4 +95,14 @@ func doubleQuoted(rs []rune, from int, word *strings.Builder) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("its double quote is never closed")
+}
+
+// placeholderAt returns the placeholder that s begins with, without a blank
+// in it, or "".
+func placeholderAt(s string) string {
+	loc := placeholder.FindStringIndex(s)
+	if loc == nil || loc[0] != 0 || strings.ContainsAny(s[:loc[1]], " \t\n") {
+		return ""
+	}
+	return s[:loc[1]]
 }

@@ -60,7 +60,9 @@ func trialDemoCommand(reg *workflow.Registry) *cli.Command {
 // drives, as a harness would.
 func demo(w io.Writer, reg *workflow.Registry, binary, dir, scenario string, parallel int, interrupts <-chan os.Signal) error {
 	fmt.Fprintf(w, "run: %s\nscenario: %s\n", dir, scenario)
-	command := quoteWord(binary) + " trial worker {prompt}"
+	// The model, when a job names one, is given as a harness would; a job
+	// without one is launched without the argument.
+	command := quoteWord(binary) + " trial worker {prompt} --model={param:model?}"
 	fmt.Fprintf(w, "drive: custodian drive %s --worker exec --command %s\n", quoteWord(dir), quoteWord(command))
 	profile, err := drive.NewProfile(drive.WorkerExec, command)
 	if err != nil {
@@ -164,7 +166,10 @@ func trialWorkerCommand(reg *workflow.Registry) *cli.Command {
 		Name:      "worker",
 		Hidden:    true,
 		Usage:     "the scripted worker of a trial run: do what the scenario says for the prompt file's job",
-		ArgsUsage: "PROMPT",
+		ArgsUsage: "PROMPT [--model MODEL]",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "model", Usage: "the model the job's launch parameters name, as a real worker would take it"},
+		},
 		Action: withArgs([]string{"PROMPT"}, func(c *cli.Context, args []string) error {
 			at, err := trial.LocatePrompt(args[0])
 			if err != nil {
@@ -178,6 +183,9 @@ func trialWorkerCommand(reg *workflow.Registry) *cli.Command {
 			did, err := trial.Work(at, args[0], o.Params()["scenario"])
 			if err != nil {
 				return fmt.Errorf("worker %s: %w", at.Job, err)
+			}
+			if m := c.String("model"); m != "" {
+				did += " (as model " + m + ")"
 			}
 			_, err = fmt.Fprintf(c.App.Writer, "worker %s, attempt %d: %s\n", at.Job, at.Attempt, did)
 			return err

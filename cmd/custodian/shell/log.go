@@ -62,6 +62,8 @@ func describe(e engine.Event) string {
 			line += " (" + strings.Join(e.Messages, "; ") + ")"
 		}
 		return line
+	case engine.EventSpare:
+		return fmt.Sprintf("not charged: %s, attempt %d, has no output and no worker attempted it (%s); it is handed out again", e.Subject, e.Attempt, e.Text)
 	case engine.EventReopen:
 		return fmt.Sprintf("reopened %s: %s", e.Subject, e.Text)
 	case engine.EventKeep:

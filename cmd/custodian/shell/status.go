@@ -41,6 +41,7 @@ func statusCommand(reg *workflow.Registry) *cli.Command {
 // prints, workflow.Status decided.
 func printStatus(w io.Writer, s engine.Status) error {
 	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n", s.Summary())
 	fmt.Fprintf(&b, "run: %s\n", s.Run)
 	fmt.Fprintf(&b, "definition: %s (%s)\n", s.Definition, s.Params)
 	if s.Last == nil {
@@ -51,21 +52,8 @@ func printStatus(w io.Writer, s engine.Status) error {
 	if len(s.Jobs) > 0 {
 		fmt.Fprintln(&b, "jobs:")
 	}
-	for _, j := range s.Jobs {
-		fmt.Fprintf(&b, "- %s: %s, %s\n", j.Name, j.State, attempts(j.Attempts))
-		if len(j.Changed) > 0 {
-			fmt.Fprintf(&b, "  changed since accepted: %s\n", strings.Join(j.Changed, ", "))
-		}
-		f := j.LastFailure
-		if f != nil && j.State != engine.JobAccepted && (j.Block == nil || f.Reason != j.Block.Reason || f.Kind != string(j.Block.Kind)) {
-			fmt.Fprintf(&b, "  last failure: %s (%s)\n", f.Reason, f.Kind)
-		}
-		if blk := j.Block; blk != nil {
-			printStatusBlock(&b, "  block: ", *blk)
-		}
-		if l := j.LastLaunch; l != nil {
-			fmt.Fprintf(&b, "  last launch: attempt %d, %s; evidence %s\n", l.Attempt, l.Text, l.Evidence)
-		}
+	for _, g := range alikeJobs(s.Jobs) {
+		printJobs(&b, g)
 	}
 	if rd := s.Round; rd != nil {
 		workers := make([]string, len(rd.Workers))
@@ -148,4 +136,87 @@ func runs(n int) string {
 		return "1 run"
 	}
 	return fmt.Sprintf("%d runs", n)
+}
+
+// alikeJobs groups jobs whose status lines would say the same but for
+// their names and paths, in the order of each group's first job; a group
+// of fewer than engine.ManyAlike is split into jobs of their own.
+func alikeJobs(jobs []engine.JobStatus) [][]engine.JobStatus {
+	var keys []string
+	groups := map[string][]engine.JobStatus{}
+	for _, j := range jobs {
+		var lines strings.Builder
+		printJob(&lines, j, "JOB", false)
+		key := lines.String()
+		if groups[key] == nil {
+			keys = append(keys, key)
+		}
+		groups[key] = append(groups[key], j)
+	}
+	var out [][]engine.JobStatus
+	for _, key := range keys {
+		g := groups[key]
+		if len(g) < engine.ManyAlike {
+			for _, j := range g {
+				out = append(out, []engine.JobStatus{j})
+			}
+			continue
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+// printJobs writes a job, or a group of alike jobs once, naming a few.
+func printJobs(b *strings.Builder, g []engine.JobStatus) {
+	if len(g) == 1 {
+		printJob(b, g[0], g[0].Name, true)
+		return
+	}
+	names := make([]string, len(g))
+	for i, j := range g {
+		names[i] = j.Name
+	}
+	head := fmt.Sprintf("%d jobs (%s)", len(g), listedNames(names))
+	printJob(b, g[0], head, false)
+}
+
+// printJob writes a job's lines under the name given; without paths, a
+// line names the kind of file rather than the job's own.
+func printJob(b *strings.Builder, j engine.JobStatus, name string, paths bool) {
+	fmt.Fprintf(b, "- %s: %s, %s\n", name, j.State, attempts(j.Attempts))
+	if len(j.Changed) > 0 {
+		fmt.Fprintf(b, "  changed since accepted: %s\n", strings.Join(j.Changed, ", "))
+	}
+	f := j.LastFailure
+	if f != nil && j.State != engine.JobAccepted && (j.Block == nil || f.Reason != j.Block.Reason || f.Kind != string(j.Block.Kind)) {
+		fmt.Fprintf(b, "  last failure: %s (%s)\n", f.Reason, f.Kind)
+	}
+	if j.Spared > 0 {
+		fmt.Fprintf(b, "  not charged: %s (hand-outs no worker attempted: %d of at most %d)\n", j.Spare, j.Spared, engine.MaxSpared)
+	}
+	if blk := j.Block; blk != nil {
+		if !paths {
+			blk2 := *blk
+			blk2.Record = "each job's own, under " + engine.StateDir + "/jobs/JOB/"
+			blk = &blk2
+		}
+		printStatusBlock(b, "  block: ", *blk)
+	}
+	if l := j.LastLaunch; l != nil {
+		evidence := l.Evidence
+		if !paths {
+			evidence = "under " + engine.StateDir + "/jobs/JOB/"
+		}
+		fmt.Fprintf(b, "  last launch: attempt %d, %s; evidence %s\n", l.Attempt, l.Text, evidence)
+	}
+}
+
+// listedNames names a few of many: "a, b, c and 27 more".
+func listedNames(names []string) string {
+	const shown = 3
+	if len(names) <= shown+1 {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:shown], ", "), len(names)-shown)
 }

@@ -48,6 +48,7 @@ func TestStatusPrintsWhereTheRunStands(t *testing.T) {
 			course: func(*testing.T, string) {},
 			want: func(dir string) string {
 				return lines(
+					"0 jobs",
 					"run: "+dir,
 					"definition: trial (scenario=clean)",
 					"last step: none",
@@ -61,6 +62,7 @@ func TestStatusPrintsWhereTheRunStands(t *testing.T) {
 			course: func(t *testing.T, dir string) { ok(t, "step", dir) },
 			want: func(dir string) string {
 				return lines(
+					"2 jobs: 2 awaited",
 					"run: "+dir,
 					"definition: trial (scenario=clean)",
 					"last step: 1, launch, at TIME",
@@ -83,6 +85,7 @@ func TestStatusPrintsWhereTheRunStands(t *testing.T) {
 			},
 			want: func(dir string) string {
 				return lines(
+					"3 jobs: 2 accepted, 1 awaited",
 					"run: "+dir,
 					"definition: trial (scenario=retry)",
 					"last step: 3, launch, at TIME",
@@ -107,6 +110,7 @@ func TestStatusPrintsWhereTheRunStands(t *testing.T) {
 			},
 			want: func(dir string) string {
 				return lines(
+					"3 jobs: 2 accepted, 1 blocked",
 					"run: "+dir,
 					"definition: trial (scenario=problem)",
 					"last step: 3, blocked, at TIME",
@@ -132,6 +136,7 @@ func TestStatusPrintsWhereTheRunStands(t *testing.T) {
 			},
 			want: func(dir string) string {
 				return lines(
+					"2 jobs: 1 accepted, 1 stopped",
 					"run: "+dir,
 					"definition: trial (scenario=stop-only)",
 					"last step: 3, blocked, at TIME",
@@ -157,6 +162,7 @@ func TestStatusPrintsWhereTheRunStands(t *testing.T) {
 			},
 			want: func(dir string) string {
 				return lines(
+					"2 jobs: 1 accepted, 1 pending",
 					"run: "+dir,
 					"definition: trial (scenario=stop-only)",
 					"last step: 3, blocked, at TIME",
@@ -183,6 +189,7 @@ func TestStatusPrintsWhereTheRunStands(t *testing.T) {
 			},
 			want: func(dir string) string {
 				return lines(
+					"3 jobs: 3 accepted",
 					"run: "+dir,
 					"definition: trial (scenario=clean)",
 					"last step: 3, done, at TIME",
@@ -210,6 +217,7 @@ func TestStatusPrintsWhereTheRunStands(t *testing.T) {
 			},
 			want: func(dir string) string {
 				return lines(
+					"3 jobs: 3 accepted",
 					"run: "+dir,
 					"definition: trial (scenario=clean)",
 					"last step: 3, done, at TIME",
@@ -277,6 +285,7 @@ func TestStatusPrintsEffects(t *testing.T) {
 	// The effect began and failed: the workflow is blocked, a repair permitted.
 	step()
 	assert.Equal(t, lines(
+		"0 jobs",
 		"run: "+dir,
 		"definition: publishing (no parameters)",
 		"last step: 1, blocked, at TIME",
@@ -293,6 +302,7 @@ func TestStatusPrintsEffects(t *testing.T) {
 	writeOutput(t, dir, "release.md", "v2\n")
 	step()
 	assert.Equal(t, lines(
+		"0 jobs",
 		"run: "+dir,
 		"definition: publishing (no parameters)",
 		"last step: 2, uncertain, at TIME",
@@ -307,6 +317,7 @@ func TestStatusPrintsEffects(t *testing.T) {
 	// The operator resolves it; the agent may step again.
 	require.Equal(t, engine.ExitOK, run(t, reg, "resolve", dir, "publish", "completed").code)
 	assert.Equal(t, lines(
+		"0 jobs",
 		"run: "+dir,
 		"definition: publishing (no parameters)",
 		"last step: 2, uncertain, at TIME",
@@ -322,6 +333,7 @@ func TestStatusPrintsEffects(t *testing.T) {
 	writeOutput(t, dir, "release.md", "v3\n")
 	step()
 	assert.Equal(t, lines(
+		"0 jobs",
 		"run: "+dir,
 		"definition: publishing (no parameters)",
 		"last step: 4, blocked, at TIME",

@@ -111,10 +111,12 @@ func play(args []string) error {
 		c := &claude{session: rand.Text()}
 		cli = c
 		prompt, err = c.parse(args)
-	case len(args) == 1:
+	case len(args) >= 1 && !slices.ContainsFunc(args[1:], func(a string) bool { return !strings.HasPrefix(a, "--") || !strings.Contains(a, "=") }):
+		// A plain worker takes the prompt file, and the launch parameters
+		// an exec command gives it as --KEY=VALUE.
 		cli, prompt = plain{}, args[0]
 	default:
-		err = fail(2, "fakeworker: as a plain worker it takes the prompt file as its only argument, not %q", args)
+		err = fail(2, "fakeworker: as a plain worker it takes the prompt file and --KEY=VALUE launch parameters, not %q", args)
 	}
 	if err != nil {
 		return err
