@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"reflect"
 )
 
 // maxRecord bounds how much of a record is read. A record of a run of a
@@ -19,6 +20,17 @@ const maxRecord = 256 << 20
 // when there is no file at rel. Anything else that is not a whole regular
 // file of the right format is untrusted.
 func (r *Run) readRecord(rel string, v any, want int, format func() int) (found bool, err error) {
+	return r.readRecordOf(rel, v, want, format, nil)
+}
+
+// older are the formats of a record that a reader reads besides its own,
+// with the fields, by struct type, that each lacks (decodeOlder).
+type older map[int]map[reflect.Type][]string
+
+// readRecordOf is readRecord for a record that is read in the older formats
+// old too, as what the custodian that wrote it knew; the caller then holds
+// it as its own format.
+func (r *Run) readRecordOf(rel string, v any, want int, format func() int, old older) (found bool, err error) {
 	data, info, cut, err := r.tree.readFile(rel, maxRecord)
 	switch {
 	case err != nil:
@@ -30,7 +42,19 @@ func (r *Run) readRecord(rel string, v any, want int, format func() int) (found 
 	case cut:
 		return false, untrusted(r.abs(rel), "it is larger than %d bytes", maxRecord)
 	}
-	return true, decodeRecord(r.abs(rel), data, v, want, format)
+	err = decodeRecord(r.abs(rel), data, v, want, format)
+	var f *FormatError
+	if errors.As(err, &f) && old[f.Got] != nil {
+		reflect.ValueOf(v).Elem().SetZero() // what the first reading left
+		if err := decodeOlder(data, v, old[f.Got]); err != nil {
+			return true, &RecordError{Path: r.abs(rel), Err: err}
+		}
+		if got := format(); got != f.Got {
+			return true, &RecordError{Path: r.abs(rel), Err: &FormatError{Got: got, Want: want}}
+		}
+		return true, nil
+	}
+	return true, err
 }
 
 // decodeRecord decodes a record strictly, in one pass, and checks its

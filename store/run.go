@@ -9,7 +9,9 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/custodian-run/custodian/internal/names"
@@ -20,7 +22,23 @@ import (
 const StateDir = ".custodian"
 
 // RunFormat is the format of run.json this version reads and writes.
-const RunFormat = 2
+// Format 3 adds the build that started the run (Build); a run.json of
+// format 2 is read with none, an unknown build.
+const RunFormat = 3
+
+// olderRuns are the formats of run.json read besides RunFormat, with the
+// fields each lacks.
+var olderRuns = older{2: {reflect.TypeFor[RunRecord](): {"build"}}}
+
+// Build names a build of custodian: the Go build ID of its binary, which
+// changes with any change of its code or of the flags it was built with,
+// and the VCS revision it was built from, with whether the tree had
+// changes, when the go command recorded them. The zero Build is unknown.
+type Build struct {
+	ID       string `json:"id"`
+	Revision string `json:"revision"`
+	Modified bool   `json:"modified"`
+}
 
 // RunRecord is run.json: what a run is, written once by Create.
 type RunRecord struct {
@@ -35,6 +53,8 @@ type RunRecord struct {
 	Patches   []string `json:"patches"`
 	StartedAt string   `json:"started_at"`
 	Version   string   `json:"version"`
+	// Build is the build that started the run.
+	Build Build `json:"build"`
 }
 
 // Run is an open run directory. It reads and writes the run's records; it
@@ -154,7 +174,8 @@ func Open(dir string) (*Run, error) {
 		return nil, &IOError{Op: "open", Path: abs, Err: err}
 	}
 	r := &Run{Dir: abs, tree: t}
-	found, err := r.readRecord(statePath("run.json"), &r.Record, RunFormat, func() int { return r.Record.Format })
+	found, err := r.readRecordOf(statePath("run.json"), &r.Record, RunFormat, func() int { return r.Record.Format }, olderRuns)
+	r.Record.Format = RunFormat
 	if err == nil && !found {
 		err = fmt.Errorf("%s has no %s/run.json: %w", abs, StateDir, ErrNotRun)
 	}
@@ -177,6 +198,9 @@ func (rec *RunRecord) check(abs string) error {
 		return untrusted(abs, "its definition %q is not a name", rec.Definition)
 	case !validTime(rec.StartedAt):
 		return untrusted(abs, "its started_at %q is not a time", rec.StartedAt)
+	}
+	if err := rec.Build.check(); err != nil {
+		return untrusted(abs, "build: %v", err)
 	}
 	for _, key := range slices.Sorted(maps.Keys(rec.Params)) {
 		if !names.Valid(key) {
@@ -336,4 +360,12 @@ func isHex(s string, n int) bool {
 		}
 	}
 	return true
+}
+
+// check holds a build's fields to what the go command writes.
+func (b Build) check() error {
+	if strings.ContainsFunc(b.ID+b.Revision, func(r rune) bool { return isControl(r) || r == ' ' }) || len(b.ID) > 256 || len(b.Revision) > 64 {
+		return fmt.Errorf("%q, %q is not a build's id and revision", b.ID, b.Revision)
+	}
+	return nil
 }

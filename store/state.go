@@ -1,7 +1,6 @@
 package store
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"path"
@@ -23,23 +22,29 @@ import (
 // Format 3 adds the paths the definition looked at (Looked). Format 4 adds
 // what custodian drive recorded of each hand-out's launches
 // (Handout.Launches, Worked, Spare) and the hand-outs each job was not
-// charged for (Trouble.Spared). A state of an earlier format from 2 on is
-// read as this one with what the custodian that wrote it knew (olderStates),
-// and the next command writes it in this format.
-const StateFormat = 4
+// charged for (Trouble.Spared). Format 5 adds the build that last stepped
+// the run and the one every accepted job was held against (Build,
+// Checked), the last step's outcome (Last), and the questions the
+// definition asked the operator and the choices made (Questions,
+// Decisions). A state of an earlier format from 2 on is read as this one
+// with what the custodian that wrote it knew (olderStates), and the next
+// command writes it in this format.
+const StateFormat = 5
 
 // olderStates are the formats of state.json this version reads besides its
 // own, with the fields, by struct type, that each lacks.
-var olderStates = map[int]map[reflect.Type][]string{
+var olderStates = older{
 	2: {
-		reflect.TypeFor[State]():   {"looked"},
+		reflect.TypeFor[State]():   {"looked", "build", "checked", "last", "questions", "decisions"},
 		reflect.TypeFor[Handout](): {"launches", "worked", "spare"},
 		reflect.TypeFor[Trouble](): {"spared"},
 	},
 	3: {
+		reflect.TypeFor[State]():   {"build", "checked", "last", "questions", "decisions"},
 		reflect.TypeFor[Handout](): {"launches", "worked", "spare"},
 		reflect.TypeFor[Trouble](): {"spared"},
 	},
+	4: {reflect.TypeFor[State](): {"build", "checked", "last", "questions", "decisions"}},
 }
 
 // State is state.json: every job's record, the workflow's failure counts and
@@ -92,6 +97,36 @@ type State struct {
 	Resolving *Effect `json:"resolving"`
 	// Abandoned is set when the operator ended the run for good.
 	Abandoned *Abandon `json:"abandoned"`
+	// Build is the build that took the last step that replayed the
+	// definition; unknown before.
+	Build Build `json:"build"`
+	// Checked is the build against whose definition every accepted job was
+	// last held: a step that ends before it reaches some of them leaves it
+	// as it was, so that a later change of their tasks is not taken for
+	// data the new build reads.
+	Checked Build `json:"checked"`
+	// Last is the outcome word of the last step: a run whose last step was
+	// done stays done under another build's code.
+	Last string `json:"last"`
+	// Questions are what the definition asked the operator at the last
+	// step (Context.Decide) and has no choice for, by name; Decisions the
+	// choices the operator recorded, by name.
+	Questions map[string]Question `json:"questions"`
+	Decisions map[string]Decision `json:"decisions"`
+}
+
+// Question is what a definition asks the operator, and the choices it
+// takes.
+type Question struct {
+	Text    string   `json:"text"`
+	Choices []string `json:"choices"`
+}
+
+// Decision is the operator's choice on a question, and why.
+type Decision struct {
+	Choice string `json:"choice"`
+	Text   string `json:"text"`
+	At     string `json:"at"`
 }
 
 // JobState is one job's record.
@@ -249,24 +284,9 @@ func NewState(inputState int) *State {
 		Unreached:  []string{},
 		Patches:    []string{},
 		Moves:      []Move{},
+		Questions:  map[string]Question{},
+		Decisions:  map[string]Decision{},
 	}
-}
-
-// readOlder reads state.json of the older format from into s, which the
-// next command writes in this format.
-func (r *Run) readOlder(rel string, s *State, from int) error {
-	data, _, _, err := r.tree.readFile(rel, maxRecord)
-	if err != nil {
-		return &RecordError{Path: r.abs(rel), Err: err}
-	}
-	if err := decodeOlder(data, s, olderStates[from]); err != nil {
-		return &RecordError{Path: r.abs(rel), Err: err}
-	}
-	if s.Format != from {
-		return &RecordError{Path: r.abs(rel), Err: &FormatError{Got: s.Format, Want: StateFormat}}
-	}
-	s.Format = StateFormat
-	return nil
 }
 
 // LoadState reads state.json. Every run has one from its start, so a
@@ -274,12 +294,8 @@ func (r *Run) readOlder(rel string, s *State, from int) error {
 func (r *Run) LoadState() (*State, error) {
 	rel := statePath("state.json")
 	var s State
-	found, err := r.readRecord(rel, &s, StateFormat, func() int { return s.Format })
-	var old *FormatError
-	if errors.As(err, &old) && olderStates[old.Got] != nil {
-		s = State{}
-		err = r.readOlder(rel, &s, old.Got)
-	}
+	found, err := r.readRecordOf(rel, &s, StateFormat, func() int { return s.Format }, olderStates)
+	s.Format = StateFormat
 	switch {
 	case err != nil:
 		return nil, err
@@ -351,6 +367,28 @@ func (s *State) check() error {
 	for _, name := range s.Patches {
 		if !names.Valid(name) {
 			return fmt.Errorf("patches: %q is not a patch's name", name)
+		}
+	}
+	if err := s.Build.check(); err != nil {
+		return fmt.Errorf("build: %w", err)
+	}
+	if err := s.Checked.check(); err != nil {
+		return fmt.Errorf("checked: %w", err)
+	}
+	switch s.Last {
+	case "", "uncertain", "blocked", "launch", "done":
+	default:
+		return fmt.Errorf("last %q is not an outcome", s.Last)
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.Questions)) {
+		q := s.Questions[name]
+		if !names.Valid(name) || strings.ContainsFunc(q.Text+strings.Join(q.Choices, ""), isControl) {
+			return fmt.Errorf("questions: %q is not a question a definition asks", name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.Decisions)) {
+		if !names.Valid(name) || strings.ContainsFunc(s.Decisions[name].Choice, isControl) {
+			return fmt.Errorf("decisions: %q is not a decision", name)
 		}
 	}
 	if err := s.Workflow.Stopped.check(); err != nil {

@@ -522,14 +522,16 @@ func TestAStateOfAnOlderFormatIsRead(t *testing.T) {
 	require.NoError(t, r.SaveState("state", st))
 	now := readFile(t, r.StatePath("state.json"))
 	current := fmt.Sprintf(`"format":%d`, store.StateFormat)
-	for _, drop := range []string{`"looked":{},`, `,"launches":[],"worked":false,"spare":""`, `,"spared":0`} {
+	format5 := `,"build":{"id":"","revision":"","modified":false},"checked":{"id":"","revision":"","modified":false},"last":"","questions":{},"decisions":{}`
+	for _, drop := range []string{`"looked":{},`, `,"launches":[],"worked":false,"spare":""`, `,"spared":0`, format5} {
 		require.Contains(t, now, drop)
 	}
-	format3 := strings.NewReplacer(current, `"format":3`, `,"launches":[],"worked":false,"spare":""`, "", `,"spared":0`, "").Replace(now)
+	format4 := strings.NewReplacer(current, `"format":4`, format5, "").Replace(now)
+	format3 := strings.NewReplacer(`"format":4`, `"format":3`, `,"launches":[],"worked":false,"spare":""`, "", `,"spared":0`, "").Replace(format4)
 	format2 := strings.Replace(format3, `"format":3`, `"format":2`, 1)
 	format2 = strings.Replace(format2, `"looked":{},`, "", 1)
 
-	for _, old := range []string{format2, format3} {
+	for _, old := range []string{format2, format3, format4} {
 		writeFile(t, r.StatePath("state.json"), old)
 		got, err := r.LoadState()
 		require.NoError(t, err, old)
@@ -543,12 +545,15 @@ func TestAStateOfAnOlderFormatIsRead(t *testing.T) {
 		assert.Empty(t, a.Outstanding.Spare)
 		assert.Zero(t, a.Trouble.Spared)
 		assert.Equal(t, 1, a.Trouble.Failures)
+		assert.Zero(t, got.Build)
+		assert.Empty(t, got.Last)
 	}
 
 	for name, bad := range map[string]string{
 		"format 2 with looked":   strings.Replace(now, current, `"format":2`, 1),
 		"format 3 with launches": strings.Replace(now, current, `"format":3`, 1),
 		"format 3 given twice":   strings.Replace(format3, `"steps":3`, `"steps":3,"steps":4`, 1),
+		"format 4 with a build":  strings.Replace(now, current, `"format":4`, 1),
 	} {
 		writeFile(t, r.StatePath("state.json"), bad)
 		_, err := r.LoadState()
