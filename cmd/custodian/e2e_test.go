@@ -119,10 +119,12 @@ type session struct {
 func newSession(t *testing.T, header string) *session {
 	tmp := t.TempDir()
 	run := filepath.Join(tmp, "run")
+	names, err := builds()
+	require.NoError(t, err)
 	s := &session{
 		t: t, tmp: tmp, run: run,
 		expand: strings.NewReplacer("$RUN", run, "$TMP", tmp),
-		tr:     newTranscript(header, run, tmp),
+		tr:     newTranscript(header, run, tmp, names),
 	}
 	// A step still holding the run (busy) must end before the directory
 	// is removed, even when the course failed halfway.

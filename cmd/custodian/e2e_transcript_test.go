@@ -1,11 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -151,19 +154,50 @@ func quoteArg(arg string) string {
 // second or finer); a transcript writes each as $TIME.
 var variantTimes = regexp.MustCompile(`\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z\b`)
 
+// builds names the build of each binary the courses run as $BUILD (the
+// custodian binary) or $BUILD@VARIANT, as `version --json` says it: a
+// build ID changes with every change of the code, and a transcript must
+// not.
+var builds = sync.OnceValues(func() (*strings.Replacer, error) {
+	var pairs []string
+	name := func(bin, as string) error {
+		out, err := exec.Command(bin, "version", "--json").Output()
+		if err != nil {
+			return fmt.Errorf("%s version: %w", bin, err)
+		}
+		var v struct{ Text string }
+		if err := json.Unmarshal(out, &v); err != nil || !strings.Contains(v.Text, ", build ") {
+			return fmt.Errorf("%s version --json: %q names no build", bin, out)
+		}
+		pairs = append(pairs, v.Text, as)
+		return nil
+	}
+	if err := name(binary, "$BUILD"); err != nil {
+		return nil, err
+	}
+	for _, v := range variantNames {
+		if err := name(variantBinaries[v], "$BUILD"+variantMark+v); err != nil {
+			return nil, err
+		}
+	}
+	return strings.NewReplacer(pairs...), nil
+})
+
 // transcript writes a course as it happens. Paths are written as $RUN and
-// $TMP, and times as $TIME, so that a transcript is the same wherever and
-// whenever the test runs.
+// $TMP, times as $TIME and builds as $BUILD, so that a transcript is the
+// same wherever and whenever the test runs, and whatever the code's
+// commit.
 type transcript struct {
 	b        strings.Builder
 	paths    *strings.Replacer // the run and the temporary directories, to $RUN and $TMP
+	builds   *strings.Replacer // each binary's build, to $BUILD or $BUILD@VARIANT
 	comments bool              // the last thing written is a comment block
 }
 
-func newTranscript(header, run, tmp string) *transcript {
+func newTranscript(header, run, tmp string, builds *strings.Replacer) *transcript {
 	// The run directory is inside the temporary one, so it is replaced
 	// first: a Replacer tries its pairs in the order given.
-	tr := &transcript{paths: strings.NewReplacer(run, "$RUN", tmp, "$TMP")}
+	tr := &transcript{paths: strings.NewReplacer(run, "$RUN", tmp, "$TMP"), builds: builds}
 	if header != "" {
 		tr.b.WriteString(header + "\n")
 	}
@@ -208,7 +242,7 @@ func (tr *transcript) output(text string) {
 	if text == "" {
 		return
 	}
-	tr.b.WriteString(variantTimes.ReplaceAllString(tr.paths.Replace(text), "$$TIME"))
+	tr.b.WriteString(tr.builds.Replace(variantTimes.ReplaceAllString(tr.paths.Replace(text), "$$TIME")))
 	if !strings.HasSuffix(text, "\n") {
 		tr.b.WriteString("\n" + noNewlineLine + "\n")
 	}
@@ -220,7 +254,7 @@ func (tr *transcript) comment(format string, args ...any) {
 	if !tr.comments {
 		tr.block()
 	}
-	text := variantTimes.ReplaceAllString(tr.paths.Replace(fmt.Sprintf(format, args...)), "$$TIME")
+	text := tr.builds.Replace(variantTimes.ReplaceAllString(tr.paths.Replace(fmt.Sprintf(format, args...)), "$$TIME"))
 	for _, line := range strings.Split(text, "\n") {
 		tr.b.WriteString(commentPrefix + line + "\n")
 	}
@@ -258,7 +292,7 @@ func TestVariantCommandLinesReadBack(t *testing.T) {
 		assert.Error(t, err, bad)
 	}
 
-	tr := newTranscript("", "/tmp/x/run", "/tmp/x")
-	tr.command("base", []string{"status", "/tmp/x/run"}, result{stdout: "last step: 2, done, at 2026-01-02T03:04:05Z\n"})
-	assert.Equal(t, "$ custodian@base status $RUN\nlast step: 2, done, at $TIME\n", tr.String())
+	tr := newTranscript("", "/tmp/x/run", "/tmp/x", strings.NewReplacer("custodian, build B2", "$BUILD@base"))
+	tr.command("base", []string{"status", "/tmp/x/run"}, result{stdout: "last step: 2, done, at 2026-01-02T03:04:05Z\nbuild: custodian, build B2\n"})
+	assert.Equal(t, "$ custodian@base status $RUN\nlast step: 2, done, at $TIME\nbuild: $BUILD@base\n", tr.String())
 }

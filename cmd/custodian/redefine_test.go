@@ -416,7 +416,8 @@ func TestDefinitionChangedStatusSaysWhatToDo(t *testing.T) {
 func TestDefinitionChangedGoingBackToTheStartingBinary(t *testing.T) {
 	dir := redefDone(t)
 	redefBlockedOnDefinition(t, redefStep(t, "prompt", dir), "job summary")
-	assert.Contains(t, redefOK(t, "base", "status", dir), "go back to the binary that started the run")
+	_, base := variantBuild(t, "base")
+	assert.Contains(t, redefOK(t, "base", "status", dir), "go back to the binary whose definition the run last agreed with ("+base+")")
 
 	before := files(t, dir)
 	text, _ := redefCheck(t, "base", dir)
@@ -437,7 +438,8 @@ func TestDefinitionChangedGoingBackToTheStartingBinary(t *testing.T) {
 
 func TestPatchesThroughTheBinary(t *testing.T) {
 	t.Run("definitions lists the patch", func(t *testing.T) {
-		assert.Equal(t, "notes  summarizes notes.md, then lists the risks the summary names\n"+
+		assert.Equal(t, "audit  audits each package manifest.txt names, one job per line PACKAGE FROM TO\n"+
+			"notes  summarizes notes.md, then lists the risks the summary names\n"+
 			"  patches: asks-for-owners\n", redefOK(t, "patched", "definitions"))
 		assert.NotContains(t, redefOK(t, "base", "definitions"), "patches")
 	})

@@ -85,7 +85,7 @@ func outcomeAdvice(s Status) (agent, operator string) {
 		stops = append(stops, WorkflowSubject)
 		switch w.Kind {
 		case BlockDefinitionChanged:
-			ops = append(ops, "read "+w.Record+"; go back to the binary that started the run (custodian "+s.Version+
+			ops = append(ops, "read "+w.Record+"; go back to the binary whose definition the run last agreed with ("+s.Builds.GoBack(s.Version)+
 				"), or let the changes through: custodian release "+run+" workflow")
 		case BlockBadParameter:
 			ops = append(ops, "start a new run with parameters the definition takes; release does not change a run's parameters")

@@ -16,6 +16,10 @@ import "github.com/custodian-run/custodian/store"
 // next step writes the same files again); one that ends after it leaves
 // moves owed, which the next step finishes first.
 func (run *Run) apply(p *plan) error {
+	// A finished run stays finished under new code: the next step must know
+	// how this one ended, and by which build, without reading the history.
+	p.state.Last = string(p.outcome.Kind)
+	p.state.Build = run.build
 	for i := range p.texts {
 		t := &p.texts[i]
 		if err := run.records.WriteText(t.label, t.rel, t.data); err != nil {

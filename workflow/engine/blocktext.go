@@ -80,14 +80,14 @@ func workflowBlockText(blk *Block, r *replay, places map[string]int, reports []s
 // stopText is the record of a stop of the workflow that the step decides
 // before the definition runs or without carrying out its replay: body says
 // what the operator needs to know.
-func stopText(o *Run, blk Block, body string, reports []store.Report) []byte {
+func stopText(o *Run, st *store.State, blk Block, body string, reports []store.Report) []byte {
 	var b strings.Builder
 	blockHeader(&b, blk.Subject, blk.Kind, blk.Reason, blk.Permitted, blk.Scope)
 	b.WriteString(body)
 	if blk.Kind == BlockDefinitionChanged {
-		fmt.Fprintf(&b, "\nNothing was moved or handed out. The operator either goes back to the binary that started the run "+
-			"(custodian %s), or lets these changes through with `custodian release %s workflow`: the next step then reopens the jobs "+
-			"whose task changed and drops the ones no longer named.\n", o.records.Record.Version, shellQuote(o.records.Dir))
+		fmt.Fprintf(&b, "\nNothing was moved or handed out. The operator either goes back to the binary whose definition the run last agreed with "+
+			"(%s), or lets these changes through with `custodian release %s workflow`: the next step then reopens the jobs "+
+			"whose task changed and drops the ones no longer named.\n", o.builds(st).GoBack(o.records.Record.Version), shellQuote(o.records.Dir))
 	}
 	writeReports(&b, WorkflowSubject, reports)
 	return []byte(b.String())

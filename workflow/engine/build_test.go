@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestExecutableBuildIsTheGoBuildID(t *testing.T) {
+func TestThisBuildIsTheGoBuildID(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the build ID is read from ELF binaries")
 	}
@@ -24,7 +24,26 @@ func TestExecutableBuildIsTheGoBuildID(t *testing.T) {
 	require.NoError(t, err)
 	want, err := exec.Command(goTool, "tool", "buildid", exe).Output()
 	require.NoError(t, err)
-	got := engine.ExecutableBuild()
-	assert.Equal(t, strings.TrimSpace(string(want)), got)
-	assert.Equal(t, got, engine.ExecutableBuild(), "read once, the same every time")
+	got := engine.ThisBuild()
+	assert.Equal(t, strings.TrimSpace(string(want)), got.ID)
+	assert.Equal(t, got, engine.ThisBuild(), "read once, the same every time")
+	parts := strings.Split(got.ID, "/")
+	assert.Contains(t, engine.BuildText(got), ", build "+parts[len(parts)-1])
+}
+
+func TestBuildTextNamesWhatAPersonMatches(t *testing.T) {
+	tests := []struct {
+		build engine.Build
+		want  string
+	}{
+		{engine.Build{}, "custodian of an unknown build"},
+		{engine.Build{ID: "AAAA/BBBB"}, "custodian, build BBBB"},
+		{engine.Build{ID: "AAAA/BBBB", Revision: "3f9c2a7d1e04aa55", Modified: true}, "custodian 3f9c2a7d1e04 (modified), build BBBB"},
+		{engine.Build{ID: "AAAA/BBBB", Revision: "3f9c2a7d1e04aa55"}, "custodian 3f9c2a7d1e04, build BBBB"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			assert.Equal(t, tt.want, engine.BuildText(tt.build))
+		})
+	}
 }

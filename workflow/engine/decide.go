@@ -196,6 +196,12 @@ func (run *Run) decideReplayed(r *replay, reports []store.Report) (*plan, error)
 
 	st.Steps++
 	st.Replayed = st.Steps
+	if r.heldEveryAccepted() {
+		// Every accepted job now agrees with this build's definition: a
+		// change of a job's task that it finds at a later step is the run's
+		// own course.
+		st.Checked = r.build
+	}
 	names := map[string]bool{}
 	if !r.ranToEnd {
 		// Jobs behind a wait that did not pass this time are still part of
@@ -271,7 +277,7 @@ func (run *Run) decideWorkflowStop(st *store.State, effects map[string]*store.Ef
 	w.Stopped = &store.Stop{Kind: string(kind), Reason: reason, Record: rel, Changes: changes}
 	b := Block{Subject: WorkflowSubject, Kind: kind, Reason: reason, Record: run.abs(rel), Permitted: PermitStop, Scope: repairScope(run.def)}
 	out := Outcome{Kind: KindBlocked, Blocks: []Block{b}}
-	texts := append([]textFile{{label: "block", rel: rel, data: stopText(run, b, body, reports)}}, run.startedWhileStopped(&out, effects, reports)...)
+	texts := append([]textFile{{label: "block", rel: rel, data: stopText(run, st, b, body, reports)}}, run.startedWhileStopped(&out, effects, reports)...)
 	st.Steps++
 	return &plan{
 		outcome: out,

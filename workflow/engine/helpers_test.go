@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/custodian-run/custodian/store"
@@ -46,7 +47,14 @@ type harness struct {
 	reg *workflow.Registry
 	dir string
 	o   *engine.Run
+	// opened is the registry o was opened with, and build the build it acts
+	// as: a registry swapped for another is another build's code.
+	opened *workflow.Registry
+	build  engine.Build
 }
+
+// builds numbers the builds that a test's swapped registries stand for.
+var builds atomic.Int64
 
 // startRun writes files (run-relative path → content) into a fresh run
 // directory and starts a run of def there. The run directory is a child of
@@ -63,16 +71,31 @@ func startRun(t *testing.T, def *workflow.Definition, files map[string]string) *
 	require.NoError(t, err)
 	o, err := engine.Start(reg, def.Name, dir, nil)
 	require.NoError(t, err)
-	return &harness{t: t, reg: reg, dir: o.Dir(), o: o}
+	return &harness{t: t, reg: reg, dir: o.Dir(), o: o, opened: reg, build: engine.ThisBuild()}
 }
 
 // reopen replaces the open run with a fresh one, as a new process would
 // have: nothing carries over but the records on disk.
+//
+// A registry the test swapped in since is another build's code, as a new
+// binary's would be: the run is opened as a build of its own.
 func (h *harness) reopen() {
 	h.t.Helper()
 	o, err := engine.Open(h.reg, h.dir)
 	require.NoError(h.t, err)
+	if h.reg != h.opened {
+		h.opened = h.reg
+		h.build = engine.Build{ID: fmt.Sprintf("test-build-%d", builds.Add(1))}
+	}
+	o.AsBuild(h.build)
 	h.o = o
+}
+
+// asAnotherBuild makes the open run's next steps act as a new build's, as a
+// rebuilt binary's would, whatever code the test changed in place.
+func (h *harness) asAnotherBuild() {
+	h.build = engine.Build{ID: fmt.Sprintf("test-build-%d", builds.Add(1))}
+	h.o.AsBuild(h.build)
 }
 
 // step runs one step that must not fail.
@@ -413,7 +436,7 @@ func (r *effectRun) countedState() string {
 	r.t.Helper()
 	var st store.State
 	require.NoError(r.t, json.Unmarshal(r.state(), &st))
-	st.Steps, st.Seq, st.Effects = 0, 0, nil
+	st.Steps, st.Seq, st.Effects, st.Last = 0, 0, nil, ""
 	b, err := json.Marshal(st)
 	require.NoError(r.t, err)
 	return string(b)

@@ -46,13 +46,16 @@ func TestAcceptedJobReopensWithAFullSetOfAttempts(t *testing.T) {
 		name   string
 		change func(h *harness, e *editable)
 		kept   string // what the reopening moves aside; "" for nothing
-		// redefined: the change is the definition's, which blocks until the
-		// operator lets it through.
+		// redefined: the change is another build's code, which blocks until
+		// the operator lets it through. By the same build, a prompt or a
+		// launch change is the run's own course (data the definition reads).
 		redefined bool
 	}{
 		{"an input's bytes change", func(h *harness, e *editable) { h.write("source.md", "another source\n") }, validText, false},
-		{"the prompt changes", func(h *harness, e *editable) { e.prompt = "Do a, better." }, validText, true},
-		{"the launch parameters change", func(h *harness, e *editable) { e.launch = map[string]any{"model": "large"} }, validText, true},
+		{"the prompt changes by the same build", func(h *harness, e *editable) { e.prompt = "Do a, better." }, validText, false},
+		{"the launch parameters change by the same build", func(h *harness, e *editable) { e.launch = map[string]any{"model": "large"} }, validText, false},
+		{"the prompt changes by another build", func(h *harness, e *editable) { e.prompt = "Do a, better."; h.asAnotherBuild() }, validText, true},
+		{"the launch parameters change by another build", func(h *harness, e *editable) { e.launch = map[string]any{"model": "large"}; h.asAnotherBuild() }, validText, true},
 		{"the validator now refuses", func(h *harness, e *editable) { e.strict = true }, validText, false},
 		{"the output is edited", func(h *harness, e *editable) { h.write("a.md", "# Heading\n\nedited by hand\n") }, "# Heading\n\nedited by hand\n", false},
 		{"the output is removed", func(h *harness, e *editable) { h.remove("a.md") }, "", false},

@@ -41,8 +41,11 @@ func (r *replay) allowed(c change) bool {
 }
 
 // redefined judges an accepted job against what the definition now says of
-// it. A change of its prompt, launch parameters or output path that the
-// operator has not let through is recorded, and the job is taken as
+// it. A change of its prompt, launch parameters or output path by the
+// build every accepted job was last held against is the run's own course (data the
+// definition reads changed): the job reopens, and n.course says what
+// changed. By another build, or an unknown one, it is new code: a change
+// the operator has not let through is recorded, and the job is taken as
 // accepted for the rest of the replay, so that one step finds every change
 // and blocks on all of them. It says whether it found such a change.
 func (r *replay) redefined(n *named) bool {
@@ -67,12 +70,32 @@ func (r *replay) redefined(n *named) bool {
 		delete(r.state.Workflow.Allowed, n.spec.job.Name)
 		return false
 	}
+	if sameBuild(r.build, r.state.Checked) {
+		n.course = what
+		return false
+	}
 	c := change{key: n.spec.job.Name, fingerprint: sha256Hex([]byte(now.Prompt + "\x00" + now.Launch + "\x00" + now.Output)),
 		subject: "job " + n.spec.job.Name, what: what, detail: detail}
 	if r.allowed(c) {
 		return false
 	}
 	r.changes = append(r.changes, c)
+	return true
+}
+
+// heldEveryAccepted says whether this replay held every accepted job the
+// run names against the definition: a replay that ended at a wait before
+// some of them cannot tell whether this build still gives them the same
+// task.
+func (r *replay) heldEveryAccepted() bool {
+	if r.ranToEnd || sameBuild(r.build, r.state.Checked) {
+		return true
+	}
+	for _, name := range r.state.Named {
+		if js := r.state.Jobs[name]; js != nil && js.Accepted != "" && r.named[name] == nil {
+			return false
+		}
+	}
 	return true
 }
 

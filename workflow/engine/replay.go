@@ -18,6 +18,7 @@ import (
 type replay struct {
 	run     *store.Run
 	files   *store.Files
+	build   Build // the build whose code this replay is
 	dir     string
 	def     *workflow.Definition
 	defPkg  string
@@ -91,6 +92,7 @@ type named struct {
 	refusal         *store.Failure // a failed attempt judged in this step
 	refusalMessages []string       // what the refusal told the next attempt
 	spared          string         // why a hand-out without an output was not charged
+	course          []string       // what of its task the definition's data changed, by the same build
 	sparedAttempt   int            // the attempt number it kept
 }
 
@@ -110,6 +112,7 @@ func newReplay(o *Run, rec *loaded, limits workflow.Limits) *replay {
 	return &replay{
 		run:     o.records,
 		files:   o.records.Files(),
+		build:   o.build,
 		dir:     o.records.Dir,
 		def:     o.def,
 		defPkg:  funcPackage(o.def.Run),

@@ -23,6 +23,7 @@ type Run struct {
 	records *store.Run // the run directory's records
 	def     *workflow.Definition
 	params  workflow.Params
+	build   Build // the build this Run's code is: ThisBuild, unless AsBuild
 }
 
 // Start starts a run of the registered definition name in dir with params.
@@ -56,12 +57,12 @@ func Start(reg *workflow.Registry, name, dir string, params workflow.Params) (*R
 		return nil, refused("choose a run directory whose path holds neither",
 			"start run %q: the path holds a backtick or a control character, which the prompt files and step's output could not quote", abs)
 	}
-	run, err := store.Create(abs, store.RunRecord{Definition: name, Params: params, Patches: slices.Clone(def.Patches), Version: Version},
-		store.NewState(InputStateVersion))
+	run, err := store.Create(abs, store.RunRecord{Definition: name, Params: params, Patches: slices.Clone(def.Patches), Version: Version,
+		Build: ThisBuild()}, store.NewState(InputStateVersion))
 	if err != nil {
 		return nil, err
 	}
-	return &Run{records: run, def: def, params: params}, nil
+	return &Run{records: run, def: def, params: params, build: ThisBuild()}, nil
 }
 
 // newRunDir creates and returns a new directory under base for a run of the
@@ -100,8 +101,13 @@ func Open(reg *workflow.Registry, dir string) (*Run, error) {
 			Err:    err,
 		}
 	}
-	return &Run{records: run, def: def, params: workflow.Params(run.Record.Params)}, nil
+	return &Run{records: run, def: def, params: workflow.Params(run.Record.Params), build: ThisBuild()}, nil
 }
+
+// AsBuild makes the run's steps act as the build b rather than this
+// binary's: a test that swaps a definition's code in one process, or a tool
+// that stands for another binary, says which build the code it runs is.
+func (run *Run) AsBuild(b Build) { run.build = b }
 
 // Dir returns the run directory, absolute.
 func (run *Run) Dir() string { return run.records.Dir }

@@ -175,7 +175,7 @@ func TestOpen_untrustedRunRecord(t *testing.T) {
 		{"run.json is missing", func(t *testing.T, h *harness) { h.remove(".custodian/run.json") }, store.ErrNotRun},
 		{"run.json is not JSON", func(t *testing.T, h *harness) { h.write(".custodian/run.json", "definition: one\n") }, store.ErrUntrusted},
 		{"run.json has another format", func(t *testing.T, h *harness) {
-			editJSON(t, h, ".custodian/run.json", func(m map[string]any) { m["format"] = 3 })
+			editJSON(t, h, ".custodian/run.json", func(m map[string]any) { m["format"] = store.RunFormat + 1 })
 		}, store.ErrUntrusted},
 		{"run.json has an unknown field", func(t *testing.T, h *harness) {
 			editJSON(t, h, ".custodian/run.json", func(m map[string]any) { m["class"] = "x" })

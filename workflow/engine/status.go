@@ -29,6 +29,9 @@ type Status struct {
 	StartedAt  string          `json:"started_at"`
 	// Version is the custodian that started the run.
 	Version string `json:"version"`
+	// Builds are the builds that started the run, that last stepped it,
+	// that its accepted jobs were last held against, and this binary's.
+	Builds Builds `json:"builds"`
 	// Patches are the patches the run was started with.
 	Patches  []string       `json:"patches"`
 	Steps    int            `json:"steps"`
@@ -144,6 +147,7 @@ func (run *Run) Status() (Status, error) {
 		Params:     run.params,
 		StartedAt:  run.records.Record.StartedAt,
 		Version:    run.records.Record.Version,
+		Builds:     run.builds(st),
 		Patches:    run.records.Record.Patches,
 		Steps:      st.Steps,
 		Jobs:       []JobStatus{},

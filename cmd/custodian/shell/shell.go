@@ -63,6 +63,7 @@ func New(reg *workflow.Registry, stdout, stderr io.Writer) *cli.App {
 			logCommand(reg),
 			trialCommand(reg),
 			definitionsCommand(reg),
+			versionCommand(),
 		},
 		// A --param or --launch value is one KEY=VALUE, commas and all.
 		DisableSliceFlagSeparator: true,

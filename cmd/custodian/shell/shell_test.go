@@ -2,8 +2,10 @@ package shell_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -331,6 +333,24 @@ func TestDefinitionsListsEveryDefinition(t *testing.T) {
 	r := run(t, reg, "definitions")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Equal(t, "a       one letter\nreview  reviews a paper\n", r.stdout)
+}
+
+func TestVersionNamesTheBuild(t *testing.T) {
+	b := engine.ThisBuild()
+	require.NotEmpty(t, b.ID, "a test binary has a build ID")
+	assert.Equal(t, "custodian version "+engine.Version+"\nbuild: "+engine.BuildText(b)+"\nbuild id: "+b.ID+"\ngo: "+
+		runtime.Version()+" "+runtime.GOOS+"/"+runtime.GOARCH+"\n", ok(t, "version"))
+
+	var v struct {
+		Version string
+		Build   engine.Build
+		Text    string
+	}
+	require.NoError(t, json.Unmarshal([]byte(ok(t, "version", "--json")), &v))
+	assert.Equal(t, engine.Version, v.Version)
+	assert.Equal(t, b, v.Build)
+	assert.Equal(t, engine.BuildText(b), v.Text)
+	requireFailure(t, custodian(t, "version", "extra"), 2, "")
 }
 
 func TestVersionAndHelp(t *testing.T) {

@@ -44,6 +44,7 @@ func printStatus(w io.Writer, s engine.Status) error {
 	fmt.Fprintf(&b, "%s\n", s.Summary())
 	fmt.Fprintf(&b, "run: %s\n", s.Run)
 	fmt.Fprintf(&b, "definition: %s (%s)\n", s.Definition, s.Params)
+	printBuilds(&b, s)
 	if s.Last == nil {
 		fmt.Fprintln(&b, "last step: none")
 	} else {
@@ -219,4 +220,27 @@ func listedNames(names []string) string {
 		return strings.Join(names, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(names[:shown], ", "), len(names)-shown)
+}
+
+// printBuilds names the builds that started the run and last stepped it,
+// and says when this binary is another build than the run's accepted jobs
+// were held against: its changes of their tasks wait for the operator.
+func printBuilds(b *strings.Builder, s engine.Status) {
+	bs := s.Builds
+	started := engine.BuildText(bs.Started)
+	if bs.Started.ID == "" && s.Version != "" {
+		started = "custodian " + s.Version
+	}
+	switch {
+	case s.Last == nil:
+		fmt.Fprintf(b, "build: started by %s; never stepped\n", started)
+	case bs.Stepped == bs.Started && bs.Stepped.ID != "":
+		fmt.Fprintf(b, "build: started and last stepped by %s\n", started)
+	default:
+		fmt.Fprintf(b, "build: started by %s; last stepped by %s\n", started, engine.BuildText(bs.Stepped))
+	}
+	if s.Last != nil && (bs.This.ID == "" || bs.This != bs.Checked) {
+		fmt.Fprintf(b, "this binary: %s, another build: a change it makes of an accepted job's task waits for the operator\n",
+			engine.BuildText(bs.This))
+	}
 }

@@ -24,6 +24,9 @@ var statusTime = regexp.MustCompile(`\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z`)
 // that a test can compare the rest exactly.
 func statusUntimed(out string) string { return statusTime.ReplaceAllString(out, "TIME") }
 
+// thisBuild is how status names the build of the test binary.
+var thisBuild = engine.BuildText(engine.ThisBuild())
+
 // statusRecord is the absolute path of a record under dir's state directory.
 func statusRecord(dir string, rel ...string) string {
 	return filepath.Join(append([]string{dir, ".custodian"}, rel...)...)
@@ -51,6 +54,7 @@ func TestStatusPrintsWhereTheRunStands(t *testing.T) {
 					"0 jobs",
 					"run: "+dir,
 					"definition: trial (scenario=clean)",
+					"build: started by "+thisBuild+"; never stepped",
 					"last step: none",
 					"agent orchestrator: step: no step has run",
 					"operator: nothing",
@@ -65,6 +69,7 @@ func TestStatusPrintsWhereTheRunStands(t *testing.T) {
 					"2 jobs: 2 awaited",
 					"run: "+dir,
 					"definition: trial (scenario=clean)",
+					"build: started and last stepped by "+thisBuild,
 					"last step: 1, launch, at TIME",
 					"jobs:",
 					"- assumptions: awaited, 1 attempt",
@@ -88,6 +93,7 @@ func TestStatusPrintsWhereTheRunStands(t *testing.T) {
 					"3 jobs: 2 accepted, 1 awaited",
 					"run: "+dir,
 					"definition: trial (scenario=retry)",
+					"build: started and last stepped by "+thisBuild,
 					"last step: 3, launch, at TIME",
 					"jobs:",
 					"- assumptions: accepted, 1 attempt",
@@ -113,6 +119,7 @@ func TestStatusPrintsWhereTheRunStands(t *testing.T) {
 					"3 jobs: 2 accepted, 1 blocked",
 					"run: "+dir,
 					"definition: trial (scenario=problem)",
+					"build: started and last stepped by "+thisBuild,
 					"last step: 3, blocked, at TIME",
 					"jobs:",
 					"- assumptions: accepted, 1 attempt",
@@ -139,6 +146,7 @@ func TestStatusPrintsWhereTheRunStands(t *testing.T) {
 					"2 jobs: 1 accepted, 1 stopped",
 					"run: "+dir,
 					"definition: trial (scenario=stop-only)",
+					"build: started and last stepped by "+thisBuild,
 					"last step: 3, blocked, at TIME",
 					"jobs:",
 					"- assumptions: stopped, 2 attempts",
@@ -165,6 +173,7 @@ func TestStatusPrintsWhereTheRunStands(t *testing.T) {
 					"2 jobs: 1 accepted, 1 pending",
 					"run: "+dir,
 					"definition: trial (scenario=stop-only)",
+					"build: started and last stepped by "+thisBuild,
 					"last step: 3, blocked, at TIME",
 					"jobs:",
 					"- assumptions: pending, 2 attempts",
@@ -192,6 +201,7 @@ func TestStatusPrintsWhereTheRunStands(t *testing.T) {
 					"3 jobs: 3 accepted",
 					"run: "+dir,
 					"definition: trial (scenario=clean)",
+					"build: started and last stepped by "+thisBuild,
 					"last step: 3, done, at TIME",
 					"jobs:",
 					"- assumptions: accepted, 1 attempt",
@@ -220,6 +230,7 @@ func TestStatusPrintsWhereTheRunStands(t *testing.T) {
 					"3 jobs: 3 accepted",
 					"run: "+dir,
 					"definition: trial (scenario=clean)",
+					"build: started and last stepped by "+thisBuild,
 					"last step: 3, done, at TIME",
 					"jobs:",
 					"- assumptions: accepted, 1 attempt",
@@ -288,6 +299,7 @@ func TestStatusPrintsEffects(t *testing.T) {
 		"0 jobs",
 		"run: "+dir,
 		"definition: publishing (no parameters)",
+		"build: started and last stepped by "+thisBuild,
 		"last step: 1, blocked, at TIME",
 		"workflow: blocked: error: effect publish: the publisher hung up (workflow-error); permits a repair",
 		"  record: "+statusRecord(dir, "workflow", "block-1.md"),
@@ -305,6 +317,7 @@ func TestStatusPrintsEffects(t *testing.T) {
 		"0 jobs",
 		"run: "+dir,
 		"definition: publishing (no parameters)",
+		"build: started and last stepped by "+thisBuild,
 		"last step: 2, uncertain, at TIME",
 		"effects:",
 		"- publish: started, 1 run, by step at TIME",
@@ -320,6 +333,7 @@ func TestStatusPrintsEffects(t *testing.T) {
 		"0 jobs",
 		"run: "+dir,
 		"definition: publishing (no parameters)",
+		"build: started and last stepped by "+thisBuild,
 		"last step: 2, uncertain, at TIME",
 		"effects:",
 		"- publish: completed, 1 run, by operator at TIME",
@@ -336,6 +350,7 @@ func TestStatusPrintsEffects(t *testing.T) {
 		"0 jobs",
 		"run: "+dir,
 		"definition: publishing (no parameters)",
+		"build: started and last stepped by "+thisBuild,
 		"last step: 4, blocked, at TIME",
 		"effects:",
 		"- publish: completed, 1 run, by operator at TIME",

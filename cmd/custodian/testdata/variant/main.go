@@ -22,6 +22,12 @@
 //	           each writing jN.md, which must not be empty; then it is done
 //	           (the process tests of custodian drive, drive_test.go)
 //
+// Every variant also carries the audit definition: one job audit-PACKAGE
+// per line "PACKAGE FROM TO" of the run's manifest.txt, read through
+// ctx.Path, whose prompt names the package and its versions, as the guide's
+// data-in-prompt example does; the prompt variant words its prompts
+// differently ("Audit carefully" for "Audit").
+//
 // Besides the command line, the binary carries two commands of its own for
 // courses that must act without a shell; the custodian binary has neither:
 //
@@ -81,7 +87,7 @@ func main() {
 			os.Exit(tool(write, os.Args[2:]))
 		}
 	}
-	defs := []*workflow.Definition{notes()}
+	defs := []*workflow.Definition{notes(), audit()}
 	if variant == "fanout" {
 		defs = append(defs, fanout())
 	}
@@ -142,6 +148,37 @@ func run(ctx *workflow.Context) error {
 	}
 	ctx.Agent(risks).Wait()
 	return nil
+}
+
+// audit is the audit definition: one audit job per line of the run's
+// manifest.txt.
+func audit() *workflow.Definition {
+	wording := "Audit"
+	if variant == "prompt" {
+		wording = "Audit carefully"
+	}
+	return &workflow.Definition{
+		Name: "audit",
+		Doc:  "audits each package manifest.txt names, one job per line PACKAGE FROM TO",
+		Run: func(ctx *workflow.Context) error {
+			data, err := os.ReadFile(ctx.Path("manifest.txt"))
+			if err != nil {
+				return err
+			}
+			var handles []*workflow.Handle
+			for line := range strings.Lines(string(data)) {
+				f := strings.Fields(line)
+				if len(f) != 3 {
+					return fmt.Errorf("manifest.txt: %q is not a line PACKAGE FROM TO", strings.TrimSpace(line))
+				}
+				handles = append(handles, ctx.Agent(workflow.Job{Name: "audit-" + f[0],
+					Prompt: fmt.Sprintf("Take package %s from %s to %s.\n%s it.", f[0], f[1], f[2], wording),
+					Output: "audit-" + f[0] + ".md", Validate: hasHeading}))
+			}
+			ctx.Wait(handles...)
+			return nil
+		},
+	}
 }
 
 // fanout is the fanout variant's second definition: one round of as many
