@@ -29,6 +29,10 @@ type Check struct {
 	// Patches are the patches the run was started with, and those the
 	// definition declares now.
 	Patches CheckPatches `json:"patches"`
+	// Warnings say what the replay could not see: accepted jobs behind a
+	// wait it ended at, of which it cannot tell whether the definition
+	// still names them or gives them the same task.
+	Warnings []string `json:"warnings"`
 }
 
 // CheckItem is a job, an effect or a patch whose standing the next step
@@ -46,18 +50,19 @@ type CheckPatches struct {
 }
 
 // Check replays the run with this binary's definition and says what the
-// next step would change, without writing anything: it takes no lock, runs
-// no effect and asks no recognizer, and reads the last committed records,
+// next step would change, writing no record: it takes no lock, runs no
+// effect and asks no recognizer, and reads the last committed records,
 // as Status does, so it can run beside a loop. It replays twice and
 // reports any difference between the two replays as a non-deterministic
-// definition. maps say where files outside the run, recorded elsewhere,
-// are found now.
+// definition. The definition's own mechanical code runs as at any replay,
+// writes included. maps say where files outside the run, recorded
+// elsewhere, are found now.
 func (run *Run) Check(maps ...Map) (Check, error) {
 	rec, err := run.read()
 	if err != nil {
 		return Check{}, err
 	}
-	c := Check{Items: []CheckItem{}, Patches: CheckPatches{Run: run.records.Record.Patches, Definition: slices.Clone(run.def.Patches)}}
+	c := Check{Items: []CheckItem{}, Warnings: []string{}, Patches: CheckPatches{Run: run.records.Record.Patches, Definition: slices.Clone(run.def.Patches)}}
 	if c.Patches.Definition == nil {
 		c.Patches.Definition = []string{}
 	}
@@ -104,6 +109,7 @@ func (run *Run) Check(maps ...Map) (Check, error) {
 			Reason: "the stop of a changed definition is lifted: this binary finds the definition as the run recorded it, and lets nothing through"})
 	}
 	c.Changed = len(c.Items) > 0
+	c.Warnings = unseen(first)
 	c.Next, err = run.nextOutcome(first, rec)
 	return c.refused(run.records.Dir, rec), err
 }
@@ -226,8 +232,8 @@ func (run *Run) standings(r *replay, last *Outcome) []CheckItem {
 		case r.ranToEnd && js.Accepted != "":
 			items = append(items, CheckItem{Subject: JobSubject(name),
 				Reason: "the run's course no longer names it (something the definition turns on changed); its output stays as it was accepted"})
-		case !r.ranToEnd && len(pending) > 0:
-			items = append(items, CheckItem{Subject: JobSubject(name), Reason: "it waits on " + join(pending)})
+		case !r.ranToEnd && len(pending) > 0 && js.Accepted == "":
+			items = append(items, CheckItem{Subject: JobSubject(name), Reason: "not reached by this replay (it ends at a wait on " + join(pending) + ")"})
 		}
 	}
 	items = append(items, r.foreseen...)
@@ -264,6 +270,37 @@ func (run *Run) standings(r *replay, last *Outcome) []CheckItem {
 		}
 	}
 	return items
+}
+
+// unseen warns of the accepted jobs the run names that the replay r did
+// not reach, because it ended at a wait: whether the definition still names
+// them, and gives them the same task, shows only when a replay gets there.
+func unseen(r *replay) []string {
+	if r.ranToEnd {
+		return []string{}
+	}
+	var behind, pending []string
+	for _, name := range r.state.Named {
+		if js := r.state.Jobs[name]; js != nil && js.Accepted != "" && r.named[name] == nil && !r.carried[name] {
+			behind = append(behind, name)
+		}
+	}
+	for _, n := range r.order {
+		if n.verdict != verdictAccepted {
+			pending = append(pending, n.spec.job.Name)
+		}
+	}
+	if len(behind) == 0 || len(pending) == 0 {
+		return []string{}
+	}
+	slices.Sort(pending)
+	jobs, them := "jobs", "them"
+	if len(behind) == 1 {
+		jobs, them = "job", "it"
+	}
+	return []string{fmt.Sprintf("this replay ends at a wait on %s before it reaches %d accepted %s (%s): "+
+		"it cannot yet tell whether the definition still names %s, or gives %s the same task",
+		listed(pending), len(behind), jobs, listed(behind), them, them)}
 }
 
 // standing says how the next step would change a job's standing, or ""

@@ -65,9 +65,36 @@ func TestRun_Check(t *testing.T) {
 		assert.True(t, c.Changed)
 		assert.Equal(t, "changed\n"+
 			"- a: it is reopened: input source.md changed\n"+
-			"- b: it waits on a\n"+
+			"warning: this replay ends at a wait on a before it reaches 1 accepted job (b): "+
+			"it cannot yet tell whether the definition still names it, or gives it the same task\n"+
 			"next step: launch\n"+
 			"- a: `"+h.path(".custodian/jobs/a/prompt-2.md")+"`\n", checkText(t, c))
+	})
+	t.Run("a job the replay does not reach is not said to wait", func(t *testing.T) {
+		h := startRun(t, newVersioned().definition(), source)
+		h.work(h.launch("a"), nil)
+		h.launch("b")
+		// a reopens, so the replay ends at a before it reaches b, which is
+		// handed out and not accepted: it is not reached, whatever it
+		// would wait on.
+		h.write("source.md", "another source\n")
+		c := checked(t, h)
+		assert.Contains(t, c.Items, engine.CheckItem{Subject: "b", Reason: "not reached by this replay (it ends at a wait on a)", Details: []string{}})
+		assert.Empty(t, c.Warnings, "b is not accepted: nothing of it can be taken for the definition's")
+		assert.NotContains(t, checkText(t, c), "waits on")
+	})
+	t.Run("a patch the run lacks is named", func(t *testing.T) {
+		h := finished(t, newVersioned())
+		v := newVersioned()
+		v.patches = []string{"asks-for-owners"}
+		h.reg = registryOf(t, v.definition())
+		h.reopen()
+		c := checked(t, h)
+		assert.False(t, c.Changed, "a patch declared since changes nothing of the run")
+		assert.Equal(t, engine.CheckPatches{Run: []string{}, Definition: []string{"asks-for-owners"}}, c.Patches)
+		assert.Equal(t, "unchanged\n"+
+			"patches: the run lacks asks-for-owners, which this binary declares: in this run, ctx.Patched says false\n"+
+			"next step: done\n", checkText(t, c))
 	})
 	t.Run("a changed prompt blocks on the changed definition", func(t *testing.T) {
 		v := newVersioned()

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -33,6 +34,12 @@ func (c Check) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "%s%s\n", fieldLead, OneLine(d))
 		}
 	}
+	for _, w := range c.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", OneLine(w))
+	}
+	if lacks := lacking(c.Patches); len(lacks) > 0 {
+		fmt.Fprintf(&b, "patches: the run lacks %s, which this binary declares: in this run, ctx.Patched says false\n", join(lacks))
+	}
 	b.WriteString("next step: ")
 	if c.Refusal != "" {
 		fmt.Fprintf(&b, "refused: %s\n", OneLine(c.Refusal))
@@ -43,6 +50,17 @@ func (c Check) WriteText(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// lacking are the patches the definition declares that the run lacks.
+func lacking(p CheckPatches) []string {
+	var out []string
+	for _, name := range p.Definition {
+		if !slices.Contains(p.Run, name) {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // ManyAlike is how many alike things the texts for people say once: check's

@@ -12,12 +12,13 @@ import (
 func checkCommand(reg *workflow.Registry) *cli.Command {
 	return &cli.Command{
 		Name:      "check",
-		Usage:     "say what the next step would change in the run, and why; read-only",
+		Usage:     "say what the next step would change in the run, and why; writes no record",
 		ArgsUsage: "RUN [--json] [--map OLD=NEW]...",
 		Description: "The first line is unchanged or changed; then one line per job or effect whose standing the next\n" +
 			"step would change, and last the outcome the next step would give. Check replays the run twice with\n" +
-			"this binary's definition, runs no effect, takes no lock and writes nothing; a definition that names\n" +
-			"other jobs from one replay to the next is reported as non-deterministic. Both answers exit 0.",
+			"this binary's definition, runs no effect, takes no lock and writes no record (the definition's own\n" +
+			"mechanical code runs, writes included); a definition that names other jobs from one replay to the\n" +
+			"next is reported as non-deterministic. Both answers exit 0.",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print the check as one JSON object"},
 			&cli.StringSliceFlag{Name: "map", Usage: "files outside the run recorded under OLD are found under NEW, `OLD=NEW`; repeat for more", KeepSpace: true},
