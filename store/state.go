@@ -105,7 +105,8 @@ type State struct {
 	// as it was, so that a later change of their tasks is not taken for
 	// data the new build reads.
 	Checked Build `json:"checked"`
-	// Last is the outcome word of the last step: a run whose last step was
+	// Last is the outcome word of the last step that carried out a replay
+	// (not a stop of the workflow, not an uncertain step): a run that was
 	// done stays done under another build's code.
 	Last string `json:"last"`
 	// Questions are what the definition asked the operator at the last

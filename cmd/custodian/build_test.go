@@ -154,3 +154,23 @@ func TestAChangeInManyJobsIsSaidOnce(t *testing.T) {
 	assert.Contains(t, data, "## 30 alike: job audit-axios, job audit-pkg-01")
 	assert.Contains(t, data, "job audit-pkg-29\n")
 }
+
+// A run that the build without risks finished stays finished when a build
+// that names risks steps it: the new job waits for the operator.
+func TestAFinishedRunAndANewJobUnderANewBuild(t *testing.T) {
+	dir := redefStart(t, "removed")
+	require.Equal(t, []string{"summary"}, redefFinish(t, "removed", dir))
+
+	text, c := redefCheck(t, "base", dir)
+	assert.True(t, c.Changed)
+	assert.Contains(t, text, "- risks: the definition changed it: a new job in a finished run: the next step would hand it out; the next step blocks on the changed definition\n")
+	before := files(t, dir)
+	redefBlockedOnDefinition(t, redefStep(t, "base", dir), "job risks")
+	redefStepWrote(t, before, files(t, dir), true)
+
+	// The build that finished it finds nothing new: done, as it was.
+	assert.Equal(t, engine.KindDone, redefStep(t, "removed", dir).Kind)
+	redefBlockedOnDefinition(t, redefStep(t, "base", dir), "job risks")
+	redefOK(t, "base", "release", dir, "workflow")
+	assert.Equal(t, []string{"risks"}, redefFinish(t, "base", dir))
+}

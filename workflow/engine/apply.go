@@ -17,8 +17,12 @@ import "github.com/custodian-run/custodian/store"
 // moves owed, which the next step finishes first.
 func (run *Run) apply(p *plan) error {
 	// A finished run stays finished under new code: the next step must know
-	// how this one ended, and by which build, without reading the history.
-	p.state.Last = string(p.outcome.Kind)
+	// how the last step that carried out its replay ended, without reading
+	// the history. A stop on a changed definition and an uncertain step
+	// carry out nothing.
+	if !p.holds {
+		p.state.Last = string(p.outcome.Kind)
+	}
 	p.state.Build = run.build
 	for i := range p.texts {
 		t := &p.texts[i]

@@ -254,6 +254,9 @@ func (run *Run) standings(r *replay, last *Outcome) []CheckItem {
 			// A patch is the definition's as a whole.
 			subject, it = WorkflowSubject, "patch "+patch
 		}
+		if effect, ok := strings.CutPrefix(key, "effect "); ok {
+			subject = EffectSubject(effect)
+		}
 		changedItem[len(items)] = true
 		items = append(items, CheckItem{Subject: subject, Reason: "the definition changed " + it + ": " + strings.Join(c.what, "; ") +
 			"; the next step blocks on the changed definition", Details: splitLines(c.detail)})

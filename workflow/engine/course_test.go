@@ -190,3 +190,93 @@ func registry(t *testing.T, def *workflow.Definition) *workflow.Registry {
 	require.NoError(t, err)
 	return reg
 }
+
+// growing is a definition that a test grows between steps, as new code
+// does: an audit, then, when asked, one more job and an effect.
+type growing struct {
+	extraJob    bool
+	extraEffect bool
+	tickets     int // how often the effect ran
+}
+
+func (g *growing) definition() *workflow.Definition {
+	return &workflow.Definition{Name: "growing", Run: func(ctx *workflow.Context) error {
+		ctx.Agent(job("audit")).Wait()
+		if g.extraJob {
+			ctx.Agent(job("extra")).Wait()
+		}
+		if g.extraEffect {
+			ctx.Effect("file-ticket", func() error { g.tickets++; return nil })
+		}
+		return nil
+	}}
+}
+
+func TestAFinishedRunStaysFinishedUnderNewCode(t *testing.T) {
+	cases := []struct {
+		name    string
+		grow    func(g *growing)
+		subject string         // in the stop's reason
+		item    engine.Subject // in check's items
+	}{
+		{"a new job", func(g *growing) { g.extraJob = true }, "job extra", "extra"},
+		{"a new effect", func(g *growing) { g.extraEffect = true }, "effect file-ticket", engine.EffectSubject("file-ticket")},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := &growing{}
+			h := startRun(t, g.definition(), source)
+			h.work(h.launch("audit"), nil)
+			h.done()
+
+			tc.grow(g)
+			h.asAnotherBuild()
+			c, err := h.o.Check()
+			require.NoError(t, err)
+			require.Len(t, c.Items, 1, "%+v", c.Items)
+			assert.Equal(t, tc.item, c.Items[0].Subject)
+			assert.Contains(t, c.Items[0].Reason, "in a finished run")
+			assert.Contains(t, c.Items[0].Reason, "the next step blocks on the changed definition")
+			for range 2 {
+				b := h.blocked()["workflow"]
+				assert.Equal(t, engine.BlockDefinitionChanged, b.Kind)
+				assert.Equal(t, "the definition changed under the run: "+tc.subject, b.Reason)
+				assert.Zero(t, g.tickets, "no effect runs in a finished run before the operator lets it")
+				assert.Equal(t, "done", h.state().Last, "a stop carries out nothing: the run is still finished")
+				// Yet another build is stopped all the same.
+				h.asAnotherBuild()
+			}
+			record := h.read(".custodian/workflow/block-1.md")
+			assert.Contains(t, record, "a new "+strings.Fields(tc.subject)[0]+" in a finished run")
+
+			require.NoError(t, h.o.Release(engine.WorkflowSubject))
+			if g.extraJob {
+				h.work(h.launch("extra"), nil)
+			}
+			h.done()
+			assert.Equal(t, map[string]string{}, h.state().Workflow.Allowed, "what the release let through was carried out")
+			if g.extraEffect {
+				assert.Equal(t, 1, g.tickets)
+			}
+		})
+	}
+}
+
+func TestAFinishedRunGrowsByItsOwnCourse(t *testing.T) {
+	// The same build: a manifest line added is the run's course, and its job
+	// is handed out.
+	h := finishedAudit(t)
+	h.write("manifest.txt", manifest+"react 18.2.0 18.3.1\n")
+	h.work(h.launch("audit-react"), nil)
+	h.done()
+
+	// And a reopening by a changed input under another build is no new
+	// work: it goes on as it always did.
+	g := &growing{}
+	h = startRun(t, g.definition(), source)
+	h.work(h.launch("audit"), nil)
+	h.done()
+	h.write("source.md", "another source\n")
+	h.asAnotherBuild()
+	assert.Equal(t, 2, h.launch("audit")["audit"].Attempt)
+}

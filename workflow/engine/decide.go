@@ -35,6 +35,9 @@ type plan struct {
 	// files hashed the run's files; it keeps what it learned in the cache.
 	// Nil when the step hashed nothing.
 	files *store.Files
+	// holds says the step carries out nothing of a replay (a stop of the
+	// workflow, an uncertain step): the last outcome that did stands.
+	holds bool
 }
 
 // textFile is a prompt file or a block record to write, at a path relative
@@ -121,7 +124,7 @@ func (run *Run) decideStopped(st *store.State, effects map[string]*store.Effect,
 	out := Outcome{Kind: KindBlocked, Blocks: []Block{run.stoppedBlock(WorkflowSubject, s)}}
 	texts := run.startedWhileStopped(&out, effects, reports)
 	st.Steps++
-	return &plan{outcome: out, texts: texts, state: st, events: sealHistory(st, effects, run.stepEvents(out, nil))}
+	return &plan{outcome: out, texts: texts, state: st, events: sealHistory(st, effects, run.stepEvents(out, nil)), holds: true}
 }
 
 // startedWhileStopped makes a stopped workflow's outcome uncertain when an
@@ -284,6 +287,7 @@ func (run *Run) decideWorkflowStop(st *store.State, effects map[string]*store.Ef
 		texts:   texts,
 		state:   st,
 		events:  sealHistory(st, effects, run.stepEvents(out, nil)),
+		holds:   true,
 	}
 }
 
@@ -315,7 +319,7 @@ func (run *Run) decideUncertain(r *replay, byName []*named, blocks []Block, text
 	texts = append(texts, records...)
 	out := Outcome{Kind: KindUncertain, Effects: effects, Blocks: blocks}
 	st.Steps++
-	return &plan{outcome: out, texts: texts, state: st, events: sealHistory(st, r.effects, run.stepEvents(out, nil)), files: r.files}
+	return &plan{outcome: out, texts: texts, state: st, events: sealHistory(st, r.effects, run.stepEvents(out, nil)), files: r.files, holds: true}
 }
 
 // handouts is what a counted step moves aside and hands out, job by job in
@@ -359,11 +363,12 @@ func (h *handouts) plan(o *Run, r *replay, handingOut bool) error {
 				h.kept[name] = append(h.kept[name], m)
 			}
 		case n.verdict == verdictHandout && handingOut:
+			// A change of the definition the operator let through (a
+			// changed task, a new job in a finished run) is carried out.
+			delete(h.state.Workflow.Allowed, name)
 			if n.reopen != "" {
-				// A reopened job starts a full set of attempts. A change of
-				// the definition the operator let through is carried out.
+				// A reopened job starts a full set of attempts.
 				h.events = append(h.events, store.Event{Type: store.EventReopen, Subject: name, Text: n.reopen})
-				delete(h.state.Workflow.Allowed, name)
 				n.js.Accepted = ""
 				if t := n.js.Trouble; t != nil {
 					t.Failures, t.Messages, t.History = 0, []string{}, []string{}

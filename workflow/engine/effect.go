@@ -50,6 +50,10 @@ func (r *replay) Effect(name string, do func() error, inputs []string, recognize
 			r.endPath()
 		}
 	}
+	if j == nil && r.finishedUnderNewCode() {
+		r.newWork(change{key: "effect " + name, fingerprint: "new effect " + digestFiles(current), subject: "effect " + name,
+			what: []string{"a new effect in a finished run: the next step would run it"}})
+	}
 	if j == nil || j.Status == store.EffectAbsent {
 		if len(r.uncertain) > 0 || len(r.effectBlocks) > 0 || len(r.changes) > 0 {
 			// The step stops the run on another effect's account, or on a
@@ -106,6 +110,9 @@ func (r *replay) runEffect(e *effectSpec, prev *store.Effect, current []store.Fi
 		j.Runs = prev.Runs
 	}
 	j.Runs++
+	// A new effect in a finished run that the operator let through is
+	// carried out.
+	delete(r.state.Workflow.Allowed, EffectSubject(e.name).String())
 	r.save(r.journal("effect-started", j))
 	r.effects[e.name] = j
 	if r.endIn == e.name && !r.endAfterDo {

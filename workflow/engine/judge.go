@@ -28,6 +28,10 @@ func (r *replay) judge(n *named) error {
 	if n.was == nil && !r.carryOver(n) && len(n.spec.job.Formerly) == 0 {
 		r.renamedWithoutFormerly(n)
 	}
+	if n.was == nil && n.carriedFrom == "" && r.finishedUnderNewCode() {
+		r.newWork(change{key: name, fingerprint: "new " + digest(current), subject: "job " + name,
+			what: []string{"a new job in a finished run: the next step would hand it out"}})
+	}
 	js := n.js
 	if t := js.Trouble; t != nil && t.Stopped != nil {
 		n.verdict = verdictStopped

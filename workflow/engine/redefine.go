@@ -83,6 +83,23 @@ func (r *replay) redefined(n *named) bool {
 	return true
 }
 
+// finishedUnderNewCode says whether the run finished (its last step that
+// carried out a replay was done) and this replay is another build's than
+// the one its accepted jobs were held against: work it would start anew is
+// the new code's, which the operator lets through or not. A finished run
+// stays finished.
+func (r *replay) finishedUnderNewCode() bool {
+	return r.state.Last == string(KindDone) && !sameBuild(r.build, r.state.Checked)
+}
+
+// newWork records new work of a finished run under new code, unless the
+// operator let it through.
+func (r *replay) newWork(c change) {
+	if !r.allowed(c) {
+		r.changes = append(r.changes, c)
+	}
+}
+
 // heldEveryAccepted says whether this replay held every accepted job the
 // run names against the definition: a replay that ended at a wait before
 // some of them cannot tell whether this build still gives them the same
