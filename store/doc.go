@@ -21,6 +21,7 @@
 //	    jobs/<job>/launch-<n>/    the evidence of custodian drive's n-th launch of the job
 //	    workflow/block-<n>.md     block records of failures in the definition's code
 //	    effect-blocks/<name>.md   the record of an effect's block or uncertain fate
+//	    decision-blocks/<name>.md the record of a question the definition asks the operator
 //
 // The run directory is hostile ground: workers write anything in it. Every
 // file of a run is reached through one confined tree (tree.go): the run

@@ -87,6 +87,11 @@ func sampleState() *State {
 	st.Moves = []Move{{Source: "a.md", Target: ".custodian/jobs/a/kept/1-a.md", Identity: sum64("a")}}
 	st.Resolving = sampleEffect()
 	st.Abandoned = &Abandon{At: "2026-01-01T00:00:00Z", Text: "enough\nsaid"}
+	st.Build = Build{ID: "AAAAAAAAAAAAAAAAAAAA/BBBBBBBBBBBBBBBBBBBB", Revision: "3f9c2a7d1e04", Modified: true}
+	st.Checked = st.Build
+	st.Last = "blocked"
+	st.Questions["ship-it"] = Question{Text: "Ship it?\nRead a.md first.", Choices: []string{"ship", "hold"}}
+	st.Decisions["pay-it"] = Decision{Choice: "pay", Text: "worth it", At: "2026-01-01T00:00:00Z"}
 	return st
 }
 
@@ -172,6 +177,17 @@ func assertStateInside(t *testing.T, st *State) {
 	if e := st.Resolving; e != nil {
 		assertEffectInside(t, e, "resolving")
 	}
+	for name, q := range st.Questions {
+		assert.True(t, names.Valid(name), "questions: %q", name)
+		for _, c := range q.Choices {
+			assert.True(t, names.Valid(c), "questions[%q].choices: %q", name, c)
+		}
+		assert.False(t, strings.ContainsFunc(q.Text, func(r rune) bool { return r < 0x20 && r != '\n' && r != '\t' }), "questions[%q].text %q", name, q.Text)
+	}
+	for name, d := range st.Decisions {
+		assert.True(t, names.Valid(name) && names.Valid(d.Choice), "decisions: %q: %q", name, d.Choice)
+		assert.False(t, strings.ContainsFunc(d.Text, func(r rune) bool { return r < 0x20 }), "decisions[%q].text %q", name, d.Text)
+	}
 }
 
 func assertEffectInside(t *testing.T, e *Effect, what string) {
@@ -240,6 +256,13 @@ func FuzzStateRecord(f *testing.F) {
 		`"kept":1`, `"kept":1,"kept":2`,
 		`"accepted":"`, `"accepted":"x`,
 		`"messages":["m\nwith`, `"messages":["m\u2028\ud800with`,
+		`"questions":{"ship-it"`, `"questions":{"../ship"`,
+		`"choices":["ship"`, `"choices":["Ship It"`,
+		`"choices":["ship"`, `"choices":["hold"`,
+		`"text":"Ship it?`, `"text":"\u001b[2JShip it?`,
+		`"choice":"pay"`, `"choice":"pay\n"`,
+		`"last":"blocked"`, `"last":"finished"`,
+		`"id":"AAAA`, `"id":"../AAAA`,
 	) {
 		f.Add(s)
 	}

@@ -48,6 +48,7 @@ const (
 	EventEffect  EventType = "effect"  // an effect's journal changed
 	EventRelease EventType = "release" // the operator released a subject
 	EventResolve EventType = "resolve" // the operator resolved an effect
+	EventDecide  EventType = "decide"  // the operator chose on a question the definition asked
 	EventAbandon EventType = "abandon" // the operator ended the run for good
 	EventLaunch  EventType = "launch"  // drive launched a worker, and how it ended
 	EventReport  EventType = "report"  // the agent orchestrator reported

@@ -42,3 +42,10 @@ func CarriedPath(rel string, step int) string {
 func KeptPath(job string, k int, rel string) string {
 	return fmt.Sprintf("%s/jobs/%s/kept/%d-%s", StateDir, job, k, path.Base(rel))
 }
+
+// DecisionBlockPath is where the block record of a question the definition
+// asks the operator is written; it is written again at every step that
+// asks it.
+func DecisionBlockPath(name string) string {
+	return fmt.Sprintf("%s/decision-blocks/%s.md", StateDir, name)
+}

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/custodian-run/custodian/internal/names"
 )
@@ -121,6 +122,25 @@ type State struct {
 type Question struct {
 	Text    string   `json:"text"`
 	Choices []string `json:"choices"`
+}
+
+// check refuses a question that Context.Decide would not ask: a text with
+// control characters other than line breaks and tabs, or choices that are
+// not names.
+func (q Question) check() error {
+	if strings.TrimSpace(q.Text) == "" || !utf8.ValidString(q.Text) ||
+		strings.ContainsFunc(q.Text, func(r rune) bool { return isControl(r) && r != '\n' && r != '\t' }) {
+		return fmt.Errorf("its text is not a question")
+	}
+	if len(q.Choices) == 0 {
+		return fmt.Errorf("it has no choices")
+	}
+	for i, c := range q.Choices {
+		if !names.Valid(c) || slices.Contains(q.Choices[:i], c) {
+			return fmt.Errorf("choice %q is not a name, or is given twice", c)
+		}
+	}
+	return nil
 }
 
 // Decision is the operator's choice on a question, and why.
@@ -382,14 +402,14 @@ func (s *State) check() error {
 		return fmt.Errorf("last %q is not an outcome", s.Last)
 	}
 	for _, name := range slices.Sorted(maps.Keys(s.Questions)) {
-		q := s.Questions[name]
-		if !names.Valid(name) || strings.ContainsFunc(q.Text+strings.Join(q.Choices, ""), isControl) {
-			return fmt.Errorf("questions: %q is not a question a definition asks", name)
+		if err := s.Questions[name].check(); !names.Valid(name) || err != nil {
+			return fmt.Errorf("questions: %q is not a question a definition asks: %v", name, err)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(s.Decisions)) {
-		if !names.Valid(name) || strings.ContainsFunc(s.Decisions[name].Choice, isControl) {
-			return fmt.Errorf("decisions: %q is not a decision", name)
+		d := s.Decisions[name]
+		if !names.Valid(name) || !names.Valid(d.Choice) || !utf8.ValidString(d.Text) || strings.ContainsFunc(d.Text+d.At, isControl) {
+			return fmt.Errorf("decisions: %q is not a decision the operator recorded", name)
 		}
 	}
 	if err := s.Workflow.Stopped.check(); err != nil {

@@ -43,8 +43,19 @@ type Script struct {
 	// Repairs holds the repair the agent makes for a block, by the block's
 	// subject. A block with none is one no change within scope fixes.
 	Repairs map[string]Repair
+	// Decisions are the operator's choices on the questions the definition
+	// asks (Context.Decide), by question name. The agent stops at a question
+	// as the loop says; when the script holds the choice, the scripted
+	// operator records it (custodian decide) and tells the agent to resume.
+	Decisions map[string]Decision
 	// MaxRounds bounds the steps the agent takes; zero means DefaultMaxRounds.
 	MaxRounds int
+}
+
+// Decision is an operator's scripted choice on a question, and why.
+type Decision struct {
+	Choice string
+	Text   string
 }
 
 // behaviour returns the behaviour of the launch-th launch of job, from 1.
@@ -76,6 +87,8 @@ type Transcript struct {
 	Steps   []engine.Outcome // every step's outcome, in order
 	Final   engine.Outcome   // the last step's outcome
 	Reports []Report         // every report the agent made, in order
+	// Decided names the questions the scripted operator chose on, in order.
+	Decided []string
 }
 
 // Course summarizes the steps in one line each: the outcome word, then the
@@ -255,7 +268,10 @@ func exists(path string) bool {
 func (d *drive) settle(blocks []engine.Block) (again bool, err error) {
 	for _, b := range blocks {
 		if b.Permitted != engine.PermitRepair {
-			return false, d.stop(jobOf(b.Subject), fmt.Sprintf("%s: %s; the block permits only stopping", b.Subject, b.Reason))
+			if err := d.stop(jobOf(b.Subject), fmt.Sprintf("%s: %s; the block permits only stopping", b.Subject, b.Reason)); err != nil {
+				return false, err
+			}
+			return d.decide(blocks)
 		}
 	}
 	for _, b := range blocks {
@@ -274,6 +290,33 @@ func (d *drive) settle(blocks []engine.Block) (again bool, err error) {
 		}
 	}
 	return true, nil
+}
+
+// decide plays the operator after the agent stopped: when every block
+// that permits only stopping is a question the script answers, the
+// operator records each choice, and the agent resumes the loop; otherwise
+// the run waits for a real operator.
+func (d *drive) decide(blocks []engine.Block) (again bool, err error) {
+	var names []string
+	for _, b := range blocks {
+		name, ok := b.Subject.Decision()
+		if _, scripted := d.Script.Decisions[name]; !ok || !scripted {
+			if b.Permitted != engine.PermitRepair {
+				return false, nil
+			}
+			continue
+		}
+		names = append(names, name)
+	}
+	for _, name := range names {
+		c := d.Script.Decisions[name]
+		if err := d.Runner.Decide(name, c.Choice, c.Text); err != nil {
+			return false, fmt.Errorf("the operator's decision %s: %w", name, err)
+		}
+		d.logf("the operator: custodian decide RUN %s %s; the agent resumes the loop", name, c.Choice)
+		d.t.Decided = append(d.t.Decided, name)
+	}
+	return len(names) > 0, nil
 }
 
 // jobOf returns the job a subject names, and "" for the workflow and for

@@ -187,9 +187,10 @@ func TestAgentDrivesTrialScenarios(t *testing.T) {
 // fakeRunner plays the engine from a list of outcomes and records the
 // reports it is given. When the list runs out it gives repeat, if set.
 type fakeRunner struct {
-	steps   []fakeStep
-	repeat  *fakeStep
-	reports []trial.Report
+	steps     []fakeStep
+	repeat    *fakeStep
+	reports   []trial.Report
+	decisions []string // "NAME CHOICE", as the operator made them
 }
 
 type fakeStep struct {
@@ -214,6 +215,17 @@ func (f *fakeRunner) Step() (engine.Outcome, error) {
 func (f *fakeRunner) Report(event, job, text string) error {
 	f.reports = append(f.reports, trial.Report{Event: event, Job: job, Text: text})
 	return nil
+}
+
+func (f *fakeRunner) Decide(name, choice, _ string) error {
+	f.decisions = append(f.decisions, name+" "+choice)
+	return nil
+}
+
+// question is the block of a question the definition asks.
+func question(name string) engine.Block {
+	return engine.Block{Subject: engine.DecisionSubject(name), Kind: engine.BlockAwaitingDecision, Permitted: engine.PermitStop,
+		Reason: "the definition asks the operator: Ship it? (choices: ship, hold)"}
 }
 
 // handout writes a prompt file for job in dir, as the engine would, and
@@ -260,14 +272,32 @@ func TestAgentFollowsTheLoop(t *testing.T) {
 		return func(engine.Handout) error { behaved = append(behaved, name); return nil }
 	}
 	cases := []struct {
-		name     string
-		steps    func(dir string) []fakeStep
-		script   trial.Script
-		reports  []trial.Report
-		repaired []string
-		behaved  []string
-		check    func(t *testing.T, dir string)
+		name      string
+		steps     func(dir string) []fakeStep
+		script    trial.Script
+		reports   []trial.Report
+		repaired  []string
+		behaved   []string
+		decisions []string
+		check     func(t *testing.T, dir string)
 	}{
+		{
+			name: "the agent stops at a question, and a scripted operator's choice resumes it",
+			steps: func(string) []fakeStep {
+				return []fakeStep{fakeBlocked(question("ship-it")), fakeDone}
+			},
+			script:    trial.Script{Decisions: map[string]trial.Decision{"ship-it": {Choice: "ship", Text: "it is good enough"}}},
+			reports:   []trial.Report{{Event: "stop", Text: "decision ship-it: the definition asks the operator: Ship it? (choices: ship, hold); the block permits only stopping"}},
+			decisions: []string{"ship-it ship"},
+		},
+		{
+			name: "a question the script does not answer waits for the operator",
+			steps: func(string) []fakeStep {
+				return []fakeStep{fakeBlocked(question("ship-it"), question("pay-it"))}
+			},
+			script:  trial.Script{Decisions: map[string]trial.Decision{"ship-it": {Choice: "ship"}}},
+			reports: []trial.Report{{Event: "stop", Text: "decision ship-it: the definition asks the operator: Ship it? (choices: ship, hold); the block permits only stopping"}},
+		},
 		{
 			name:    "a stop on the workflow names no job",
 			steps:   func(string) []fakeStep { return []fakeStep{fakeBlocked(repairable("workflow"))} },
@@ -356,6 +386,7 @@ func TestAgentFollowsTheLoop(t *testing.T) {
 			assert.Equal(t, tc.reports, tr.Reports)
 			assert.Equal(t, tc.repaired, repaired)
 			assert.Equal(t, tc.behaved, behaved)
+			assert.Equal(t, tc.decisions, runner.decisions)
 			if tc.check != nil {
 				tc.check(t, dir)
 			}

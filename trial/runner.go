@@ -15,10 +15,12 @@ import (
 // Runner is how the scripted agent reaches a run: the two commands an agent
 // orchestrator runs. Step returns the outcome of one step; Report records
 // what only the agent can see. The agent needs nothing else, which is the
-// point: everything else is on disk.
+// point: everything else is on disk. Decide is the operator's command, which
+// a script plays when the agent has stopped at a question it answers.
 type Runner interface {
 	Step() (engine.Outcome, error)
 	Report(event, job, text string) error
+	Decide(name, choice, text string) error
 }
 
 // InProcess returns a Runner that calls the engine in this process. Tests use
@@ -34,6 +36,8 @@ func (r inProcess) Report(event, job, text string) error {
 	_, err := r.o.Report(event, job, text)
 	return err
 }
+
+func (r inProcess) Decide(name, choice, text string) error { return r.o.Decide(name, choice, text) }
 
 // ExitError is a custodian command that ended with a non-zero exit status.
 // The status is what a real agent orchestrator branches on (3 busy, 4
@@ -105,6 +109,11 @@ func (b *binary) Report(event, job, text string) error {
 	}
 	args = append(args, "--text", text)
 	_, err := b.run(args...)
+	return err
+}
+
+func (b *binary) Decide(name, choice, text string) error {
+	_, err := b.run("decide", b.runDir, name, choice, "--text", text)
 	return err
 }
 

@@ -30,6 +30,9 @@ type replayer interface {
 	EndPath()
 	Stop(reason string)
 	Fail(err error)
+	// Decide returns the operator's recorded choice, or ends the calling
+	// path when there is none.
+	Decide(name, question string, choices []string) string
 }
 
 func init() {
@@ -146,6 +149,23 @@ func (c *Context) gather(paths []func() any) []any {
 		c.r.EndPath()
 	}
 	return values
+}
+
+// Decide asks the operator question and returns the choice they recorded,
+// one of choices. Until they record one (`custodian decide RUN NAME
+// CHOICE`), the calling path ends here for this step, as at a wait on a
+// job that is not accepted, and the step blocks on `decision NAME` with the
+// kind awaiting-decision, which permits only stopping: nothing is handed
+// out while a question is open. A replay returns the recorded choice.
+//
+// name names the question in the run, as a job's name names a job: a loop
+// that asks at every round asks under a name of each round's own. Choices
+// are names too (lower-case words joined by hyphens), which the operator
+// types. Asking one name with another question or other choices in one
+// step is a definition error; a recorded choice that the definition no
+// longer offers is asked again.
+func (c *Context) Decide(name, question string, choices ...string) string {
+	return c.r.Decide(name, question, choices)
 }
 
 // Stop ends the calling path and stops the run: a block on workflow that

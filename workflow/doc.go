@@ -27,6 +27,8 @@
 //   - [Context.Effect] runs a step once in the run, with [EffectInputs] and
 //     a [Recognizer] given by [Recognize], which answers [Completed],
 //     [Absent] or [Unknown];
+//   - [Context.Decide] asks the operator a question and returns their
+//     recorded choice, or ends the calling path until there is one;
 //   - [Context.Stop] and [Stopf] stop the run; [Context.Fail] fails a path;
 //   - [Context.RunDir], [Context.Path], [Context.Param] and
 //     [Context.Patched] say where the run is and what it was started with.

@@ -211,6 +211,16 @@ func (s *session) Report(event, job, text string) error {
 	return nil
 }
 
+// Decide is the operator's command, which the scripted operator plays in a
+// transcript as any other command.
+func (s *session) Decide(name, choice, text string) error {
+	args := []string{"decide", s.run, name, choice, "--text", text}
+	if r := s.exec(args...); r.code != 0 {
+		return &trial.ExitError{Args: args, Status: r.code, Stdout: r.stdout, Stderr: r.stderr}
+	}
+	return nil
+}
+
 // drive plays the agent orchestrator's part with the scenario's script,
 // writes how the agent ended, and waits until no process holds the run.
 func (s *session) drive(scenario string) {

@@ -442,8 +442,9 @@ func TestDefinitionChangedGoingBackToTheStartingBinary(t *testing.T) {
 
 func TestPatchesThroughTheBinary(t *testing.T) {
 	t.Run("definitions lists the patch", func(t *testing.T) {
-		assert.Equal(t, "audit  audits each package manifest.txt names, one job per line PACKAGE FROM TO\n"+
-			"notes  summarizes notes.md, then lists the risks the summary names\n"+
+		assert.Equal(t, "approval  drafts draft.md, then asks the operator whether to publish it\n"+
+			"audit     audits each package manifest.txt names, one job per line PACKAGE FROM TO\n"+
+			"notes     summarizes notes.md, then lists the risks the summary names\n"+
 			"  patches: asks-for-owners\n", redefOK(t, "patched", "definitions"))
 		assert.NotContains(t, redefOK(t, "base", "definitions"), "patches")
 	})

@@ -1,7 +1,8 @@
 // Package workflowtest is the author's kit for testing definitions: it
-// holds recorded runs to a definition in CI, and ends a step inside an
-// effect as a crash would, so that a recognizer can be tested without the
-// definition carrying a hook of its own.
+// holds recorded runs to a definition in CI, scripts the operator's
+// decisions, and ends a step inside an effect as a crash would, so that a
+// recognizer can be tested without the definition carrying a hook of its
+// own.
 //
 // A recorded run is a fixture: its records hold no absolute path of the
 // run, so a run directory copied into a repository replays the same
@@ -74,6 +75,18 @@ func ReplayAll(t *testing.T, reg *workflow.Registry, dir string, maps ...engine.
 	for _, run := range runs {
 		rel, _ := filepath.Rel(dir, run)
 		t.Run(filepath.ToSlash(rel), func(t *testing.T) { Replay(t, reg, run, maps...) })
+	}
+}
+
+// Decide records the operator's choice on the question name that the last
+// step of o asked (Context.Decide), as `custodian decide` does, so that a
+// test scripts a person's decision; the next o.Step returns it to the
+// definition. It fails the test when the run does not wait on that
+// question or the choice is not one it offers.
+func Decide(t testing.TB, o *engine.Run, name, choice, text string) {
+	t.Helper()
+	if err := o.Decide(name, choice, text); err != nil {
+		t.Fatalf("decide %s %s: %v", name, choice, err)
 	}
 }
 

@@ -147,3 +147,39 @@ func TestCrashInAnEffectNeverReached(t *testing.T) {
 	require.Len(t, r.failures, 1)
 	assert.True(t, strings.Contains(r.failures[0], "never reached effect publish"), r.failures[0])
 }
+
+// A test scripts the operator's decision; a recorded run that holds one
+// replays unchanged, the replay returning the choice.
+func TestDecide(t *testing.T) {
+	def := &workflow.Definition{Name: "gate", Run: func(ctx *workflow.Context) error {
+		if ctx.Decide("go-ahead", "Summarize the notes?", "yes", "no") == "yes" {
+			ctx.Agent(workflow.Job{Name: "summary", Prompt: "Summarize the notes.", Output: "summary.md", Inputs: []string{"notes.md"}}).Wait()
+		}
+		return nil
+	}}
+	reg, err := workflow.NewRegistry(def)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.md"), []byte("notes\n"), 0o644))
+	o, err := engine.Start(reg, "gate", dir, nil)
+	require.NoError(t, err)
+	defer o.Close()
+
+	out, err := o.Step()
+	require.NoError(t, err)
+	require.Equal(t, engine.KindBlocked, out.Kind)
+	r := &recorder{TB: t}
+	workflowtest.Decide(r, o, "go-ahead", "maybe", "")
+	require.Len(t, r.failures, 1, "a choice the question does not offer fails the test")
+	assert.Contains(t, r.failures[0], `"maybe" is not a choice of decision go-ahead`)
+
+	workflowtest.Decide(t, o, "go-ahead", "yes", "a test says so")
+	out, err = o.Step()
+	require.NoError(t, err)
+	require.Equal(t, engine.KindLaunch, out.Kind)
+	require.NoError(t, os.WriteFile(out.Jobs[0].Output, []byte("# Summary\n"), 0o644))
+	out, err = o.Step()
+	require.NoError(t, err)
+	require.Equal(t, engine.KindDone, out.Kind)
+	workflowtest.Replay(t, reg, dir)
+}

@@ -50,6 +50,17 @@ func advice(s Status) (agent, operator string) {
 	return agent, operator
 }
 
+// choicesOf is the choices of the question name, as a command line's
+// alternatives: "accept|rework".
+func choicesOf(s Status, name string) string {
+	for _, q := range s.Questions {
+		if q.Name == name {
+			return strings.Join(q.Choices, "|")
+		}
+	}
+	return "CHOICE"
+}
+
 // absentNote warns the operator who resolves an effect as absent that it
 // runs again.
 const absentNote = " (absent: it runs again at the next step that reaches it, so remove any part of it that took place first)"
@@ -102,6 +113,8 @@ func outcomeAdvice(s Status) (agent, operator string) {
 			stops = append(stops, b.Subject)
 			if name, ok := b.Subject.Effect(); ok {
 				ops = append(ops, "establish what took place, then: custodian resolve "+run+" "+name+" completed|absent"+absentNote)
+			} else if name, ok := b.Subject.Decision(); ok {
+				ops = append(ops, "read "+b.Record+", then choose: custodian decide "+run+" "+name+" "+choicesOf(s, name)+" --text WHY")
 			} else {
 				releases = append(releases, b.Subject)
 			}

@@ -8,11 +8,12 @@ import (
 )
 
 // findBlocks gathers the step's blocks in their stable order, jobs by name,
-// then workflow, then effects by name, with the records of the workflow's
-// and the effects' blocks and the workflow's counts as they would commit.
+// then workflow, then effects by name, then questions by name, with the
+// records of the workflow's, the effects' and the questions' blocks and the
+// workflow's counts as they would commit.
 func (run *Run) findBlocks(r *replay, byName []*named, reports []store.Report) ([]Block, []textFile, store.WorkflowState) {
 	jobBlocked := slices.ContainsFunc(byName, func(n *named) bool { return n.block != nil })
-	if !r.failed() && !jobBlocked && len(r.effectBlocks) == 0 && len(r.uncertain) == 0 && !r.ranToEnd && !hasHandout(r) {
+	if !r.failed() && !jobBlocked && len(r.effectBlocks) == 0 && len(r.uncertain) == 0 && len(r.open) == 0 && !r.ranToEnd && !hasHandout(r) {
 		// Defensive: a path ended with nothing to hand out and nothing blocking.
 		r.fail(failure{kind: BlockStalled, message: "the definition ended a path with nothing to hand out", place: "stalled"})
 	}
@@ -34,7 +35,8 @@ func (run *Run) findBlocks(r *replay, byName []*named, reports []store.Report) (
 		blocks = append(blocks, b)
 		texts = append(texts, text)
 	}
-	return blocks, texts, wstate
+	qb, qtexts := run.decisionBlocks(r, reports)
+	return append(blocks, qb...), append(texts, qtexts...), wstate
 }
 
 func (run *Run) jobBlock(n *named) Block {

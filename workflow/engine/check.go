@@ -247,6 +247,17 @@ func (run *Run) standings(r *replay, last *Outcome) []CheckItem {
 			items = append(items, CheckItem{Subject: EffectSubject(eb.name), Reason: eb.reason})
 		}
 	}
+	for _, name := range slices.Sorted(maps.Keys(r.asked)) {
+		subject := DecisionSubject(name)
+		q, open := r.open[name]
+		switch {
+		case open && wasBlocked[subject] == "":
+			items = append(items, CheckItem{Subject: subject, Reason: "the definition asks the operator: " + OneLine(strings.TrimSpace(q.Text)) +
+				" (choices: " + join(q.Choices) + "); the next step blocks until the operator records a choice"})
+		case !open && wasBlocked[subject] != "":
+			items = append(items, CheckItem{Subject: subject, Reason: "the operator chose " + st.Decisions[name].Choice + "; the path that asked goes on"})
+		}
+	}
 	for _, key := range slices.Sorted(maps.Keys(changed)) {
 		c := changed[key]
 		subject, it := JobSubject(key), "it"

@@ -229,6 +229,7 @@ func (run *Run) decideReplayed(r *replay, reports []store.Report) (*plan, error)
 	st.Workflow = wstate
 	st.Unreached = unreached
 	st.Moves = h.moves
+	st.Questions = maps.Clone(r.open)
 
 	out := Outcome{Kind: KindDone}
 	switch {

@@ -30,6 +30,7 @@ const (
 	EventEffect  = store.EventEffect  // an effect's journal changed
 	EventRelease = store.EventRelease // the operator released a subject
 	EventResolve = store.EventResolve // the operator resolved an effect
+	EventDecide  = store.EventDecide  // the operator chose on a question the definition asked
 	EventReport  = store.EventReport  // the agent orchestrator reported
 )
 

@@ -91,6 +91,9 @@ const (
 	// BlockBadParameter: the definition no longer takes a parameter of the
 	// run as it is.
 	BlockBadParameter BlockKind = "bad-parameter"
+	// BlockAwaitingDecision: the definition asks the operator a question
+	// (Context.Decide) that has no recorded choice.
+	BlockAwaitingDecision BlockKind = "awaiting-decision"
 )
 
 // Block is what code cannot get past, and what it permits.

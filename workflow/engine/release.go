@@ -17,6 +17,9 @@ func (run *Run) Release(subject Subject) error {
 		case isEffect(subject):
 			return refused("the operator records what took place with resolve RUN NAME completed|absent",
 				"%s is not released; an effect is resolved", subject)
+		case isDecision(subject):
+			return refused("the operator records a choice with decide RUN NAME CHOICE --text WHY",
+				"%s is not released; a question is decided", subject)
 		case subject == WorkflowSubject:
 			if st.Workflow.Stopped == nil {
 				return refused(notStopped(run.loop(st)), "workflow is not stopped")
@@ -44,6 +47,11 @@ func (run *Run) Release(subject Subject) error {
 		events := sealHistory(st, rec.effects, []store.Event{{Type: store.EventRelease, Subject: string(subject)}})
 		return run.commit("release", st, events)
 	})
+}
+
+func isDecision(s Subject) bool {
+	_, ok := s.Decision()
+	return ok
 }
 
 func isEffect(s Subject) bool {

@@ -42,6 +42,9 @@ type replay struct {
 	uncertain    []EffectState
 	effectBlocks []effectBlock
 
+	asked map[string]store.Question // the questions asked in this step (Context.Decide)
+	open  map[string]store.Question // those of them without a recorded choice
+
 	patches []string        // the patches the run was started with
 	changes []change        // changes of the definition not let through
 	lifted  bool            // a stop of a changed definition this binary no longer finds
@@ -127,6 +130,8 @@ func newReplay(o *Run, rec *loaded, limits workflow.Limits) *replay {
 		readers: make(map[string]*named, len(rec.state.Jobs)),
 		effects: rec.effects,
 		reached: map[string]bool{},
+		asked:   map[string]store.Question{},
+		open:    map[string]store.Question{},
 		patches: o.records.Record.Patches,
 		carried: map[string]bool{},
 		looked:  map[string]bool{},

@@ -55,6 +55,11 @@ type Status struct {
 	Driven bool `json:"driven"`
 	// Abandoned is set when the operator ended the run for good.
 	Abandoned *store.Abandon `json:"abandoned"`
+	// Questions are what the definition asked the operator at the last
+	// step and has no choice for (Context.Decide), by name; Decisions the
+	// choices the operator recorded, by name.
+	Questions []QuestionStatus `json:"questions"`
+	Decisions []DecisionStatus `json:"decisions"`
 	// StopReport is the agent orchestrator's report that it stopped, made
 	// after the last step: the run waits for the operator.
 	StopReport *Report `json:"stop_report"`
@@ -64,6 +69,22 @@ type Status struct {
 	Round    *Round `json:"round"`
 	Agent    string `json:"agent"`    // what the agent orchestrator may do now
 	Operator string `json:"operator"` // what the operator may do now
+}
+
+// QuestionStatus is a question the run waits on, and its block's record.
+type QuestionStatus struct {
+	Name    string   `json:"name"`
+	Text    string   `json:"text"`
+	Choices []string `json:"choices"`
+	Record  string   `json:"record"`
+}
+
+// DecisionStatus is a choice the operator recorded, and why.
+type DecisionStatus struct {
+	Name   string `json:"name"`
+	Choice string `json:"choice"`
+	Text   string `json:"text"`
+	At     string `json:"at"`
 }
 
 // LastStep is the outcome of the run's last step.
@@ -247,6 +268,15 @@ func (run *Run) Status() (Status, error) {
 		}
 	}
 	s.Abandoned = st.Abandoned
+	s.Questions, s.Decisions = []QuestionStatus{}, []DecisionStatus{}
+	for _, name := range slices.Sorted(maps.Keys(st.Questions)) {
+		q := st.Questions[name]
+		s.Questions = append(s.Questions, QuestionStatus{Name: name, Text: q.Text, Choices: q.Choices, Record: run.abs(store.DecisionBlockPath(name))})
+	}
+	for _, name := range slices.Sorted(maps.Keys(st.Decisions)) {
+		d := st.Decisions[name]
+		s.Decisions = append(s.Decisions, DecisionStatus{Name: name, Choice: d.Choice, Text: d.Text, At: d.At})
+	}
 	s.Agent, s.Operator = advice(s)
 	return s, nil
 }
@@ -334,7 +364,8 @@ func fileChange(files *store.Files, key, sum string) (string, error) {
 }
 
 // readHistory reads what the status needs from the committed history: the
-// last step's outcome, and what the operator released or resolved after it.
+// last step's outcome, and what the operator released, resolved or decided
+// after it.
 func (run *Run) readHistory(history []store.Event) (last *LastStep, settled []Subject, driven bool, err error) {
 	settled = []Subject{}
 	for _, e := range history {
@@ -345,7 +376,7 @@ func (run *Run) readHistory(history []store.Event) (last *LastStep, settled []Su
 				return nil, nil, false, err
 			}
 			last, settled, driven = &LastStep{Step: e.Step, At: e.At, Outcome: out}, []Subject{}, e.Kind == stepByDrive
-		case store.EventRelease, store.EventResolve:
+		case store.EventRelease, store.EventResolve, store.EventDecide:
 			subject := Subject(e.Subject)
 			if e.Type == store.EventResolve {
 				subject = EffectSubject(e.Subject)

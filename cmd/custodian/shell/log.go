@@ -85,6 +85,8 @@ func describe(e engine.Event) string {
 		return fmt.Sprintf("carried %s over from its former name %s", e.Subject, e.Text)
 	case engine.EventResolve:
 		return fmt.Sprintf("resolved effect %s as %s", e.Subject, e.Text)
+	case engine.EventDecide:
+		return fmt.Sprintf("the operator decided %s: %s", e.Subject, e.Text)
 	case engine.EventReport:
 		line := fmt.Sprintf("report %d, %s", e.Attempt, e.Kind)
 		if e.Subject != "" {

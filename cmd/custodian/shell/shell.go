@@ -56,6 +56,7 @@ func New(reg *workflow.Registry, stdout, stderr io.Writer) *cli.App {
 			reportCommand(reg),
 			releaseCommand(reg),
 			resolveCommand(reg),
+			decideCommand(reg),
 			abandonCommand(reg),
 			checkCommand(reg),
 			driveCommand(reg),

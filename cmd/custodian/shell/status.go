@@ -77,6 +77,16 @@ func printStatus(w io.Writer, s engine.Status) error {
 	for _, e := range s.Uncertain {
 		fmt.Fprintf(&b, "%s: uncertain: %s\n", engine.EffectSubject(e.Name), e.Detail)
 	}
+	if len(s.Decisions) > 0 {
+		fmt.Fprintln(&b, "decisions:")
+	}
+	for _, d := range s.Decisions {
+		why := ""
+		if d.Text != "" {
+			why = ": " + engine.OneLine(d.Text)
+		}
+		fmt.Fprintf(&b, "- %s: %s, by the operator at %s%s\n", d.Name, d.Choice, d.At, why)
+	}
 	if len(s.Effects) > 0 {
 		fmt.Fprintln(&b, "effects:")
 	}

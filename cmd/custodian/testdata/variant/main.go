@@ -26,7 +26,10 @@
 // per line "PACKAGE FROM TO" of the run's manifest.txt, read through
 // ctx.Path, whose prompt names the package and its versions, as the guide's
 // data-in-prompt example does; the prompt variant words its prompts
-// differently ("Audit carefully" for "Audit").
+// differently ("Audit carefully" for "Audit"). And every variant carries
+// the approval definition: a draft job, then a question to the operator
+// (ctx.Decide) whether to publish it; publish writes published.md in an
+// effect, hold stops the run.
 //
 // Besides the command line, the binary carries two commands of its own for
 // courses that must act without a shell; the custodian binary has neither:
@@ -87,7 +90,7 @@ func main() {
 			os.Exit(tool(write, os.Args[2:]))
 		}
 	}
-	defs := []*workflow.Definition{notes(), audit()}
+	defs := []*workflow.Definition{notes(), audit(), approval()}
 	if variant == "fanout" {
 		defs = append(defs, fanout())
 	}
@@ -176,6 +179,31 @@ func audit() *workflow.Definition {
 					Output: "audit-" + f[0] + ".md", Validate: hasHeading}))
 			}
 			ctx.Wait(handles...)
+			return nil
+		},
+	}
+}
+
+// approval is the approval definition: a person decides whether the
+// draft is published.
+func approval() *workflow.Definition {
+	return &workflow.Definition{
+		Name: "approval",
+		Doc:  "drafts draft.md, then asks the operator whether to publish it",
+		Run: func(ctx *workflow.Context) error {
+			draft := ctx.Agent(workflow.Job{Name: "draft", Prompt: "Draft a release note under a level-one heading.",
+				Output: "draft.md", Validate: hasHeading}).Wait()
+			if ctx.Decide("publish", "Publish draft.md as the release note? Read it first.", "publish", "hold") == "hold" {
+				ctx.Stop("the operator holds the draft")
+			}
+			published := ctx.Path("published.md")
+			ctx.Effect("publish", func() error {
+				data, err := os.ReadFile(draft)
+				if err != nil {
+					return err
+				}
+				return os.WriteFile(published, data, 0o644)
+			}, workflow.EffectInputs("draft.md"))
 			return nil
 		},
 	}
