@@ -29,6 +29,33 @@ func (r *Run) WriteText(label, rel string, data []byte) error {
 	return nil
 }
 
+// MakeParent makes the directories that hold rel, a path inside the run
+// that a worker is to write (its output, its problem report), through the
+// confined tree. No link is followed: a link, or a file, that stands where
+// a directory would be is left as it is, and the worker's output is judged
+// as whatever it finds there. They are made durable with the texts, by
+// SyncTexts.
+func (r *Run) MakeParent(rel string) error {
+	if !Clean(rel) || inStateDir(rel) {
+		return fmt.Errorf("make the directory of %s: it is not a path a worker writes", rel)
+	}
+	dir := path.Dir(rel)
+	if dir == "." {
+		return nil
+	}
+	if err := r.stillLocked(); err != nil {
+		return err
+	}
+	_, err := r.tree.dirMaking(dir, makeUnsynced)
+	if errors.Is(err, ErrLink) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.EEXIST) {
+		return nil
+	}
+	if err != nil {
+		return &IOError{Op: "mkdir", Path: r.abs(dir), Err: err}
+	}
+	return nil
+}
+
 // SyncTexts makes durable every text written since the run was opened,
 // with one sync of the file system rather than one per file.
 func (r *Run) SyncTexts() error {

@@ -18,6 +18,7 @@ type Job struct {
 	Prompt string
 	// Output is the file the worker writes, relative to the run directory.
 	// Beside it, <stem>.problem.md is where the worker reports a problem.
+	// A hand-out makes the directory that holds both inside the run.
 	Output string
 	// Inputs are the files whose bytes the result depends on, relative to the
 	// run directory or absolute. Their order does not matter.

@@ -5,7 +5,8 @@ import "github.com/custodian-run/custodian/store"
 // apply carries out a step's plan, in the order docs/crash-points.md gives:
 //
 //  1. block records and prompt files, at paths numbered from the old state,
-//     made durable with one sync;
+//     and the directories of the outputs handed out, made durable with one
+//     sync;
 //  2. the hash cache, when the step hashed what it did not know;
 //  3. the history of the step, history/<seq>.jsonl;
 //  4. state.json, listing the moves the step owes: the commit point;
@@ -33,7 +34,13 @@ func (run *Run) apply(p *plan) error {
 		// keep.
 		t.data = nil
 	}
-	if len(p.texts) > 0 {
+	for _, rel := range p.parents {
+		// The output's problem report lies beside it, in the same directory.
+		if err := run.records.MakeParent(rel); err != nil {
+			return err
+		}
+	}
+	if len(p.texts) > 0 || len(p.parents) > 0 {
 		// One sync of the file system for every text the step wrote, rather
 		// than one per file: ten thousand prompt files cost one flush.
 		if err := run.records.SyncTexts(); err != nil {

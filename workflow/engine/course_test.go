@@ -280,3 +280,47 @@ func TestAFinishedRunGrowsByItsOwnCourse(t *testing.T) {
 	h.asAnotherBuild()
 	assert.Equal(t, 2, h.launch("audit")["audit"].Attempt)
 }
+
+func TestAHandoutMakesItsOutputsDirectory(t *testing.T) {
+	outside := t.TempDir()
+	tests := []struct {
+		name   string
+		before func(h *harness) // what lies in the run before the hand-out
+		made   bool             // the output's directory is a directory of the run's
+	}{
+		{"nothing is there", func(*harness) {}, true},
+		{"the directory is there", func(h *harness) { h.write("reports/deep/keep.md", "kept\n") }, true},
+		{"a file stands in the way", func(h *harness) { h.write("reports", "a file\n") }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			j := job("a")
+			j.Output = "reports/deep/a.md"
+			h := startRun(t, oneJob(j), source)
+			tt.before(h)
+			a := h.launch("a")["a"]
+			info, err := os.Lstat(h.path("reports/deep"))
+			if tt.made {
+				require.NoError(t, err)
+				assert.True(t, info.IsDir())
+				writeFile(t, a.Output, validText)
+				h.done()
+				return
+			}
+			assert.Equal(t, "a file\n", h.read("reports"), "what stands in the way is left as it is")
+			// The worker cannot write there; the next step says so.
+			assert.Equal(t, 2, h.launch("a")["a"].Attempt)
+		})
+	}
+	t.Run("a link stands in the way", func(t *testing.T) {
+		j := job("a")
+		j.Output = "reports/deep/a.md"
+		h := startRun(t, oneJob(j), source)
+		require.NoError(t, os.Symlink(outside, h.path("reports")))
+		_, err := h.o.Step()
+		require.ErrorIs(t, err, store.ErrLink, "the step refuses a link in the output's path, as at every judgment")
+		entries, err := os.ReadDir(outside)
+		require.NoError(t, err)
+		assert.Empty(t, entries, "nothing is made through a link")
+	})
+}

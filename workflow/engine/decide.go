@@ -38,6 +38,9 @@ type plan struct {
 	// holds says the step carries out nothing of a replay (a stop of the
 	// workflow, an uncertain step): the last outcome that did stands.
 	holds bool
+	// parents are the outputs handed out, whose directories the step makes
+	// before its commit, so that a worker finds where to write.
+	parents []string
 }
 
 // textFile is a prompt file or a block record to write, at a path relative
@@ -246,6 +249,7 @@ func (run *Run) decideReplayed(r *replay, reports []store.Report) (*plan, error)
 		events:  sealHistory(st, r.effects, run.stepEvents(out, h.events)),
 		moves:   h.moves,
 		files:   r.files,
+		parents: h.parents,
 	}, nil
 }
 
@@ -332,6 +336,7 @@ type handouts struct {
 	launch  []Handout
 	prompts []textFile
 	events  []store.Event
+	parents []string // the outputs handed out
 }
 
 // plan plans every job's part: the events of its judgment; for a block,
@@ -432,6 +437,7 @@ func (h *handouts) handOut(o *Run, r *replay, n *named) {
 	prompt := store.PromptPath(name, js.Handouts)
 	h.prompts = append(h.prompts, textFile{label: "prompt", rel: prompt, data: text})
 	h.events = append(h.events, store.Event{Type: store.EventHandout, Subject: name, Attempt: attempt(js), Path: prompt})
+	h.parents = append(h.parents, n.spec.output)
 	h.launch = append(h.launch, Handout{
 		Name:    name,
 		Attempt: attempt(js),
