@@ -85,6 +85,8 @@ var unreachable = map[string]string{
 	"launch-output": "written by custodian drive only; see round",
 	"launch":        "written by custodian drive only; see round",
 	"launch-state":  "written by custodian drive only; see round",
+	"decide": "the trial definition, which the script drives, asks no question (design.md fixes its scenarios); " +
+		"decide commits as release does, its history and then its state, a recovery the script covers at release",
 }
 
 // startWrites are start's writes, in order: the run's first state, then
