@@ -21,11 +21,15 @@ import (
 type recorder struct {
 	testing.TB
 	failures []string
+	logs     []string
 }
 
 func (r *recorder) Helper() {}
 func (r *recorder) Errorf(format string, args ...any) {
 	r.failures = append(r.failures, fmt.Sprintf(format, args...))
+}
+func (r *recorder) Logf(format string, args ...any) {
+	r.logs = append(r.logs, fmt.Sprintf(format, args...))
 }
 func (r *recorder) Fatalf(format string, args ...any) {
 	r.failures = append(r.failures, fmt.Sprintf(format, args...))
@@ -182,4 +186,64 @@ func TestDecide(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, engine.KindDone, out.Kind)
 	workflowtest.Replay(t, reg, dir)
+}
+
+// renamed is summary renamed risk-summary, with Formerly: the guide's
+// no-op rename.
+func renamed() *workflow.Definition {
+	return &workflow.Definition{Name: "summary", Run: func(ctx *workflow.Context) error {
+		ctx.Agent(workflow.Job{Name: "risk-summary", Formerly: []string{"summary"}, Prompt: "Summarize the notes.",
+			Output: "summary.md", Inputs: []string{"notes.md"}}).Wait()
+		return nil
+	}}
+}
+
+// A carry-over by Formerly leaves every accepted output in place: a
+// recorded run replays with a note, not a failure, and recorded again it
+// replays without one.
+func TestReplayAfterARename(t *testing.T) {
+	live, runs := filepath.Join(t.TempDir(), "live"), t.TempDir()
+	fixture := filepath.Join(runs, "first")
+	recordRun(t, summary("Summarize the notes."), live)
+	before, err := workflow.NewRegistry(summary("Summarize the notes."))
+	require.NoError(t, err)
+	workflowtest.Record(t, before, live, fixture)
+	reg, err := workflow.NewRegistry(renamed())
+	require.NoError(t, err)
+
+	r := &recorder{TB: t}
+	workflowtest.Replay(r, reg, fixture)
+	assert.Empty(t, r.failures, "a carry-over fails no replay")
+	require.Len(t, r.logs, 1)
+	assert.Contains(t, r.logs[0], "- risk-summary: carried over from its former name summary, accepted as it was")
+	assert.Contains(t, r.logs[0], "record it again")
+
+	c := workflowtest.Record(t, reg, fixture, fixture)
+	assert.True(t, c.Changed)
+	r = &recorder{TB: t}
+	workflowtest.Replay(r, reg, fixture)
+	assert.Empty(t, r.failures)
+	assert.Empty(t, r.logs, "the fixture recorded again holds the new name")
+	workflowtest.ReplayAll(t, reg, runs)
+}
+
+// Record makes a fixture of a live run, elsewhere, that replays unchanged.
+func TestRecord(t *testing.T) {
+	live := filepath.Join(t.TempDir(), "live")
+	recordRun(t, summary("Summarize the notes."), live)
+	reg, err := workflow.NewRegistry(summary("Summarize the notes."))
+	require.NoError(t, err)
+	fixture := filepath.Join(t.TempDir(), "testdata", "runs", "summary")
+	require.NoError(t, os.MkdirAll(filepath.Dir(fixture), 0o755))
+
+	c := workflowtest.Record(t, reg, live, fixture)
+	assert.False(t, c.Changed)
+	assert.NoFileExists(t, filepath.Join(fixture, ".custodian", "lock"))
+	assert.FileExists(t, filepath.Join(fixture, ".custodian", "state.json"))
+	workflowtest.Replay(t, reg, fixture)
+
+	r := &recorder{TB: t}
+	workflowtest.Record(r, reg, live, live)
+	require.Len(t, r.failures, 1, "a live run is not recorded in its own place")
+	assert.Contains(t, r.failures[0], "it is a live run")
 }

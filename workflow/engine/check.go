@@ -41,6 +41,11 @@ type CheckItem struct {
 	Subject Subject  `json:"subject"`
 	Reason  string   `json:"reason"`
 	Details []string `json:"details"` // lines under the reason: a diff, both sides
+	// Kept says the change is one the binary makes on purpose and leaves
+	// every accepted output in place (a carry-over by Job.Formerly): a
+	// recorded run that the definition changes only so still makes the
+	// same decisions.
+	Kept bool `json:"kept"`
 }
 
 // CheckPatches are the patches of a run and of its definition now.
@@ -112,6 +117,14 @@ func (run *Run) Check(maps ...Map) (Check, error) {
 	c.Warnings = unseen(first)
 	c.Next, err = run.nextOutcome(first, rec)
 	return c.refused(run.records.Dir, rec), err
+}
+
+// Differs says whether the next step would change anything but what a
+// binary changes on purpose and leaves every accepted output in place
+// (CheckItem.Kept): a recorded run that differs no longer makes the same
+// decisions with this definition.
+func (c Check) Differs() bool {
+	return slices.ContainsFunc(c.Items, func(it CheckItem) bool { return !it.Kept })
 }
 
 // refused says, of a run the operator abandoned, that the next step
@@ -217,7 +230,7 @@ func (run *Run) standings(r *replay, last *Outcome) []CheckItem {
 			continue
 		}
 		if reason := standing(n, st.Jobs[name], wasBlocked[JobSubject(name)]); reason != "" {
-			items = append(items, CheckItem{Subject: JobSubject(name), Reason: reason})
+			items = append(items, CheckItem{Subject: JobSubject(name), Reason: reason, Kept: n.carriedFrom != ""})
 		}
 	}
 	for _, name := range st.Named {
