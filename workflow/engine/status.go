@@ -157,6 +157,13 @@ func (run *Run) Status() (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
+	return run.status(rec, true)
+}
+
+// status is Status of the records rec; without changes, it does not look
+// for the files of accepted jobs that changed since (JobStatus.Changed), which
+// costs a look at every recorded input.
+func (run *Run) status(rec *loaded, changes bool) (Status, error) {
 	st, effects := rec.state, rec.effects
 	history, err := run.records.History(st.Seq)
 	if err != nil {
@@ -209,7 +216,7 @@ func (run *Run) Status() (Status, error) {
 		named[name] = true
 	}
 	for _, name := range slices.Sorted(maps.Keys(st.Jobs)) {
-		js, err := run.jobStatus(files, st, name, named, standing)
+		js, err := run.jobStatus(files, st, name, named, standing, changes)
 		if err != nil {
 			return Status{}, err
 		}
@@ -300,14 +307,14 @@ func isListedJob(s Status, subject Subject) bool {
 	return ok && slices.ContainsFunc(s.Jobs, func(j JobStatus) bool { return j.Name == name })
 }
 
-func (run *Run) jobStatus(files *store.Files, st *store.State, name string, named map[string]bool, blocks map[Subject]Block) (JobStatus, error) {
+func (run *Run) jobStatus(files *store.Files, st *store.State, name string, named map[string]bool, blocks map[Subject]Block, changes bool) (JobStatus, error) {
 	j := st.Jobs[name]
 	js := JobStatus{Name: name, Attempts: attempt(j), Changed: []string{}}
 	var stopped *store.Stop
 	if t := j.Trouble; t != nil {
 		js.LastFailure, stopped, js.Spared = t.LastFailure, t.Stopped, t.Spared
 	}
-	if j.Accepted != "" {
+	if j.Accepted != "" && changes {
 		for _, f := range j.Input.Files {
 			changed, err := fileChange(files, f.Path, f.SHA256)
 			if err != nil {

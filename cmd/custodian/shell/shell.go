@@ -62,6 +62,7 @@ func New(reg *workflow.Registry, stdout, stderr io.Writer) *cli.App {
 			driveCommand(reg),
 			statusCommand(reg),
 			logCommand(reg),
+			graphCommand(reg),
 			trialCommand(reg),
 			definitionsCommand(reg),
 			versionCommand(),
