@@ -63,6 +63,7 @@ func New(reg *workflow.Registry, stdout, stderr io.Writer) *cli.App {
 			statusCommand(reg),
 			logCommand(reg),
 			graphCommand(reg),
+			runsCommand(reg),
 			trialCommand(reg),
 			definitionsCommand(reg),
 			versionCommand(),
@@ -171,7 +172,8 @@ func unknownCommand(c *cli.Context) error {
 }
 
 // withArgs returns an action that takes exactly the positional arguments
-// names, calls fn with them, and parses the flags that follow them.
+// names, calls fn with them, and parses the flags that follow them. A last
+// name that ends in "..." takes any number of arguments, none included.
 //
 // urfave/cli/v2 parses flags only before the first positional argument, and
 // leaves "custodian step RUN --json" with "--json" as a second argument;
@@ -187,11 +189,15 @@ func withArgs(names []string, fn func(c *cli.Context, args []string) error) cli.
 		if c.Bool("help") {
 			return cli.ShowCommandHelp(c.Lineage()[1], c.Command.Name)
 		}
+		required, more := len(names), false
+		if required > 0 && strings.HasSuffix(names[required-1], "...") {
+			required, more = required-1, true
+		}
 		switch {
-		case len(args) < len(names):
-			return usagef(c, "missing %s", strings.Join(names[len(args):], " "))
-		case len(args) > len(names):
-			return usagef(c, "unexpected argument %q", args[len(names)])
+		case len(args) < required:
+			return usagef(c, "missing %s", strings.Join(names[len(args):required], " "))
+		case len(args) > required && !more:
+			return usagef(c, "unexpected argument %q", args[required])
 		}
 		return fn(c, args)
 	}
