@@ -89,10 +89,11 @@ var historyDef = &workflow.Definition{Name: "history", Run: func(ctx *workflow.C
 	return nil
 }}
 
-// A scripted run with a retry, a problem report and its repair, a stop and
-// its release, and an effect the operator resolves: the history holds every
-// event exactly once, in order, each with its step.
-func TestHistoryOfAScriptedRun(t *testing.T) {
+// historyScripted runs historyDef through a retry, a problem report and
+// its repair, a stop and its release, and an effect the operator resolves,
+// to the end: eleven steps and three reports.
+func historyScripted(t *testing.T) *harness {
+	t.Helper()
 	h := startRun(t, historyDef, map[string]string{"source.md": "text\n", "release.md": "v1\n"})
 	_, err := h.o.Report(engine.ReportLaunchFailed, "", "before any step")
 	require.NoError(t, err)
@@ -126,7 +127,14 @@ func TestHistoryOfAScriptedRun(t *testing.T) {
 	require.NoError(t, h.o.Resolve("publish", workflow.Completed))
 	// 11: done again.
 	h.done()
+	return h
+}
 
+// A scripted run with a retry, a problem report and its repair, a stop and
+// its release, and an effect the operator resolves: the history holds every
+// event exactly once, in order, each with its step.
+func TestHistoryOfAScriptedRun(t *testing.T) {
+	h := historyScripted(t)
 	const refused = string(engine.BlockRefused)
 	want := []string{
 		"start history",

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/custodian-run/custodian/store"
 )
@@ -37,22 +39,87 @@ const (
 // Log returns the run's history, oldest first: its start, the events of
 // every committed command, and the agent orchestrator's reports, each after
 // the command that preceded it. It takes no lock and writes nothing.
-func (run *Run) Log() ([]Event, error) {
+func (run *Run) Log() ([]Event, error) { return run.LogOf(LogFilter{}) }
+
+// LogFilter picks the events of a run's history that a log shows. Its
+// zero value keeps every event.
+type LogFilter struct {
+	// Job keeps only the events about the job of this name: its hand-outs,
+	// verdicts, spares, reopenings, carry-overs (under its new name or its
+	// former one), kept files, blocks, drive's launches, releases and the
+	// reports that name it. "" keeps the events of every subject.
+	Job string
+	// Since keeps only the events of step Since and later: a step's own
+	// event and what follows it until the next step. The start and the
+	// reports made before the first step belong to step 0, so that 0 (or
+	// less) keeps them and 1 does not.
+	Since int
+}
+
+// Keeps says whether the filter keeps the event e.
+func (f LogFilter) Keeps(e Event) bool {
+	if e.Step < f.Since {
+		return false
+	}
+	return f.Job == "" || slices.Contains(eventJobs(e), f.Job)
+}
+
+// eventJobs names the jobs an event is about: none for an event about the
+// run, the workflow, an effect or a question. An effect's event names the
+// effect alone, which may be a job's name too, so the event's type says
+// what its subject is.
+func eventJobs(e Event) []string {
+	switch e.Type {
+	case store.EventHandout, store.EventAccept, store.EventRefuse, store.EventSpare, store.EventReopen,
+		store.EventKeep, store.EventBlock, store.EventLaunch, store.EventRelease, store.EventReport:
+		if name, ok := Subject(e.Subject).Job(); ok {
+			return []string{name}
+		}
+	case store.EventCarry:
+		// A carry-over ends the story of its former name and begins its new
+		// one's.
+		return []string{e.Subject, e.Text}
+	}
+	return nil
+}
+
+// LogOf returns the events of the run's history that f keeps, oldest first,
+// as Log orders them. A job that neither the state nor the history knows
+// is refused: a name mistyped would otherwise read as a job that did
+// nothing. It takes no lock and writes nothing.
+func (run *Run) LogOf(f LogFilter) ([]Event, error) {
 	rec, err := run.read()
 	if err != nil {
 		return nil, err
 	}
-	seq, reports := rec.state.Seq, rec.reports
-	history, err := run.records.History(seq)
+	history, err := run.records.History(rec.state.Seq)
 	if err != nil {
 		return nil, err
 	}
+	if err := run.knowsJob(rec.state, history, f.Job); err != nil {
+		return nil, err
+	}
+	events := append([]Event{run.startEvent()}, mergeReports(history, rec.reports, rec.state.Seq)...)
+	return slices.DeleteFunc(events, func(e Event) bool { return !f.Keeps(e) }), nil
+}
+
+// startEvent is the first event of every log: the run's start, as run.json
+// records it.
+func (run *Run) startEvent() Event {
 	params := run.params.String()
 	if len(run.params) > 0 {
 		params = "parameters " + params
 	}
-	events := []store.Event{{Type: store.EventStart, At: run.records.Record.StartedAt, Subject: run.records.Record.Definition,
-		Text: fmt.Sprintf("version %s, %s", run.records.Record.Version, params)}}
+	rec := run.records.Record
+	return store.Event{Type: store.EventStart, At: rec.StartedAt, Subject: rec.Definition,
+		Text: fmt.Sprintf("version %s, %s", rec.Version, params)}
+}
+
+// mergeReports puts reports among history, the events of the commands up
+// to upTo: each report after the command that preceded it, and those made
+// after the last of them at the end.
+func mergeReports(history []Event, reports []store.Report, upTo int) []Event {
+	events := make([]Event, 0, len(history)+len(reports))
 	r := 0
 	addReports := func(upTo int) {
 		for ; r < len(reports) && reports[r].Seq <= upTo; r++ {
@@ -61,11 +128,37 @@ func (run *Run) Log() ([]Event, error) {
 				Subject: rep.Job, Attempt: rep.Number, Kind: rep.Event, Text: rep.Text})
 		}
 	}
-	addReports(0)
 	for _, e := range history {
 		addReports(e.Seq - 1)
 		events = append(events, e)
 	}
-	addReports(seq)
-	return events, nil
+	addReports(upTo)
+	return events
+}
+
+// knowsJob refuses a job name that neither the state nor the history
+// knows; "" names no job and is known. The hint names a few of the jobs the
+// run has.
+func (run *Run) knowsJob(st *store.State, history []Event, job string) error {
+	if job == "" || st.Jobs[job] != nil {
+		return nil
+	}
+	known := map[string]bool{}
+	for name := range st.Jobs {
+		known[name] = true
+	}
+	for _, e := range history {
+		for _, name := range eventJobs(e) {
+			known[name] = true
+		}
+	}
+	if known[job] {
+		return nil
+	}
+	hint := "the run has named no job yet: a step names them"
+	if len(known) > 0 {
+		hint = fmt.Sprintf("name one of the run's jobs (%s); custodian status %s lists them",
+			listed(slices.Sorted(maps.Keys(known))), shellQuote(run.records.Dir))
+	}
+	return refused(hint, "run %s has no job %q", run.records.Dir, job)
 }

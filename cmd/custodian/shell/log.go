@@ -13,13 +13,22 @@ import (
 
 func logCommand(reg *workflow.Registry) *cli.Command {
 	return &cli.Command{
-		Name:        "log",
-		Usage:       "print the run's history: every step, hand-out, verdict, block, report, resolve and release; read-only",
-		ArgsUsage:   "RUN",
-		Description: "Log reads the committed history and the reports; it takes no lock and writes nothing.",
+		Name:      "log",
+		Usage:     "print the run's history: every step, hand-out, verdict, block, report, resolve and release; read-only",
+		ArgsUsage: "RUN [--job NAME] [--since STEP]",
+		Description: "Log reads the committed history and the reports; it takes no lock and writes nothing.\n" +
+			"--job keeps the events about one job, --since the events of step STEP and later (the start is step 0).",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "job", Usage: "only the events about the job `NAME`: hand-outs, verdicts, kept files, blocks, launches, releases, reports"},
+			&cli.IntFlag{Name: "since", Usage: "only the events of step `STEP` and later; 0, the default, keeps the start"},
+		},
 		Action: withRun(reg, nil, func(c *cli.Context, _ []string) (func(*engine.Run) error, error) {
+			f, err := logFilter(c)
+			if err != nil {
+				return nil, err
+			}
 			return func(o *engine.Run) error {
-				events, err := o.Log()
+				events, err := o.LogOf(f)
 				if err != nil {
 					return err
 				}
@@ -27,6 +36,21 @@ func logCommand(reg *workflow.Registry) *cli.Command {
 			}, nil
 		}),
 	}
+}
+
+// logFilter reads --job and --since.
+func logFilter(c *cli.Context) (engine.LogFilter, error) {
+	job, err := text(c, "job")
+	if err != nil {
+		return engine.LogFilter{}, err
+	}
+	if c.IsSet("job") && job == "" {
+		return engine.LogFilter{}, usagef(c, "--job names no job")
+	}
+	if c.Int("since") < 0 {
+		return engine.LogFilter{}, usagef(c, "--since %d is not a step", c.Int("since"))
+	}
+	return engine.LogFilter{Job: job, Since: c.Int("since")}, nil
 }
 
 // printLog writes one line per event: its time, the step it belongs to

@@ -429,6 +429,9 @@ func TestStatusAndLogOfUntrustedRecordsExit4(t *testing.T) {
 	}
 }
 
+// logUsage is log's usage line, the hint of its usage errors.
+const logUsage = "custodian log RUN [--job NAME] [--since STEP]"
+
 func TestStatusAndLogMalformedArgumentsExit2(t *testing.T) {
 	dir := trialRun(t, "clean")
 	tests := []struct {
@@ -439,15 +442,25 @@ func TestStatusAndLogMalformedArgumentsExit2(t *testing.T) {
 		{[]string{"status", dir, dir}, "custodian status RUN [--json]"},
 		{[]string{"status", dir, "--bogus"}, "custodian status RUN [--json]"},
 		{[]string{"status", dir, "--json=maybe"}, "custodian status RUN [--json]"},
-		{[]string{"log"}, "custodian log RUN"},
-		{[]string{"log", dir, dir}, "custodian log RUN"},
-		{[]string{"log", dir, "--json"}, "custodian log RUN"},
+		{[]string{"log"}, logUsage},
+		{[]string{"log", dir, dir}, logUsage},
+		{[]string{"log", dir, "--json"}, logUsage},
+		{[]string{"log", dir, "--job"}, logUsage},
+		{[]string{"log", dir, "--job", ""}, logUsage},
+		{[]string{"log", dir, "--since"}, logUsage},
+		{[]string{"log", dir, "--since", "two"}, logUsage},
+		{[]string{"log", dir, "--since", "-1"}, logUsage},
+		{[]string{"log", dir, "--job", "bad \xff byte"}, "give the value as UTF-8"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			before := listing(t, dir)
 			r := custodian(t, tt.args...)
-			requireFailure(t, r, engine.ExitUsage, "usage: "+tt.usage)
+			hint := tt.usage
+			if strings.HasPrefix(hint, "custodian ") {
+				hint = "usage: " + hint
+			}
+			requireFailure(t, r, engine.ExitUsage, hint)
 			assert.Equal(t, before, listing(t, dir))
 		})
 	}
