@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"maps"
+	"path"
 	"slices"
+	"time"
 
 	"github.com/custodian-run/custodian/store"
 )
@@ -88,19 +91,127 @@ func eventJobs(e Event) []string {
 // is refused: a name mistyped would otherwise read as a job that did
 // nothing. It takes no lock and writes nothing.
 func (run *Run) LogOf(f LogFilter) ([]Event, error) {
+	events, _, err := run.logFrom(f)
+	return events, err
+}
+
+// logFrom reads what LogOf returns, and the point the history it read
+// ends at.
+func (run *Run) logFrom(f LogFilter) ([]Event, logPoint, error) {
 	rec, err := run.read()
 	if err != nil {
-		return nil, err
+		return nil, logPoint{}, err
 	}
 	history, err := run.records.History(rec.state.Seq)
 	if err != nil {
-		return nil, err
+		return nil, logPoint{}, err
 	}
 	if err := run.knowsJob(rec.state, history, f.Job); err != nil {
-		return nil, err
+		return nil, logPoint{}, err
 	}
 	events := append([]Event{run.startEvent()}, mergeReports(history, rec.reports, rec.state.Seq)...)
-	return slices.DeleteFunc(events, func(e Event) bool { return !f.Keeps(e) }), nil
+	return slices.DeleteFunc(events, func(e Event) bool { return !f.Keeps(e) }), logPoint{rec.state.Seq, len(rec.reports)}, nil
+}
+
+// logPoint is how far a log has read: the committed commands and reports
+// it has shown.
+type logPoint struct{ seq, reports int }
+
+// FollowInterval is how often Follow looks whether a command has
+// committed. A person watching sees an event about a third of a second
+// after its command commits, at most; a run that nothing changes costs one
+// lstat of state.json each time, and each commit one reading of the
+// records, as any command's, and of the new history files alone.
+const FollowInterval = 300 * time.Millisecond
+
+// Follow calls emit with the events of the run's history that f keeps, as
+// LogOf returns them, and then with those of every command that commits
+// after, as it commits, until ctx is done, when it returns nil. It calls
+// emit only with events to show, and never while ctx is done.
+//
+// It takes no lock and writes nothing. It looks at state.json's identity
+// every FollowInterval; when the state was replaced, it reads every record
+// as any command does, and the history files the state counts that it has
+// not read. A history file numbered past the count is a command not yet
+// committed, and is left for the state that counts it. A record that cannot
+// be trusted, or a state that counts fewer commands or reports than it did,
+// ends it with that error.
+func (run *Run) Follow(ctx context.Context, f LogFilter, emit func([]Event) error) error {
+	stateRel := path.Join(store.StateDir, "state.json")
+	// The identity is taken before the records are read, so that a
+	// command that commits in between is read at the next look.
+	seen, err := run.records.Stat(stateRel)
+	if err != nil {
+		return err
+	}
+	events, at, err := run.logFrom(f)
+	if err != nil {
+		return err
+	}
+	if err := emitKept(ctx, emit, events); err != nil {
+		return err
+	}
+	tick := time.NewTicker(FollowInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		info, err := run.records.Stat(stateRel)
+		if err != nil {
+			return err
+		}
+		if info == seen {
+			continue
+		}
+		seen = info
+		var events []Event
+		if events, at, err = run.logAfter(at); err != nil {
+			return err
+		}
+		kept := slices.DeleteFunc(events, func(e Event) bool { return !f.Keeps(e) })
+		if err := emitKept(ctx, emit, kept); err != nil {
+			return err
+		}
+	}
+}
+
+// emitKept calls emit with events, unless there are none or ctx is done.
+func emitKept(ctx context.Context, emit func([]Event) error, events []Event) error {
+	if len(events) == 0 || ctx.Err() != nil {
+		return nil
+	}
+	return emit(events)
+}
+
+// logAfter reads the records anew, and returns the events committed after
+// the point at: the history files and reports the state now counts and
+// at does not.
+func (run *Run) logAfter(at logPoint) ([]Event, logPoint, error) {
+	rec, err := run.read()
+	if err != nil {
+		return nil, at, err
+	}
+	now := logPoint{rec.state.Seq, len(rec.reports)}
+	switch {
+	case now.seq < at.seq:
+		return nil, at, &store.RecordError{Path: run.records.StatePath("state.json"),
+			Err: fmt.Errorf("its seq went back from %d to %d: an older state was put in the place of the one read before", at.seq, now.seq)}
+	case now.reports < at.reports:
+		return nil, at, &store.RecordError{Path: run.records.StatePath("state.json"),
+			Err: fmt.Errorf("its count of reports went back from %d to %d: an older state was put in the place of the one read before", at.reports, now.reports)}
+	}
+	var history []Event
+	for seq := at.seq + 1; seq <= now.seq; seq++ {
+		more, err := run.records.HistoryOf(seq)
+		if err != nil {
+			return nil, at, err
+		}
+		history = append(history, more...)
+	}
+	return mergeReports(history, rec.reports[at.reports:], now.seq), now, nil
 }
 
 // startEvent is the first event of every log: the run's start, as run.json

@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/custodian-run/custodian/workflow"
 	"github.com/custodian-run/custodian/workflow/engine"
@@ -15,17 +18,28 @@ func logCommand(reg *workflow.Registry) *cli.Command {
 	return &cli.Command{
 		Name:      "log",
 		Usage:     "print the run's history: every step, hand-out, verdict, block, report, resolve and release; read-only",
-		ArgsUsage: "RUN [--job NAME] [--since STEP]",
+		ArgsUsage: "RUN [--job NAME] [--since STEP] [--follow]",
 		Description: "Log reads the committed history and the reports; it takes no lock and writes nothing.\n" +
-			"--job keeps the events about one job, --since the events of step STEP and later (the start is step 0).",
+			"--job keeps the events about one job, --since the events of step STEP and later (the start is step 0).\n" +
+			"--follow prints the history, then each command's events as it commits, until SIGINT or SIGTERM (exit 0).",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "job", Usage: "only the events about the job `NAME`: hand-outs, verdicts, kept files, blocks, launches, releases, reports"},
 			&cli.IntFlag{Name: "since", Usage: "only the events of step `STEP` and later; 0, the default, keeps the start"},
+			&cli.BoolFlag{Name: "follow", Usage: "go on printing events as commands commit them, until interrupted"},
 		},
 		Action: withRun(reg, nil, func(c *cli.Context, _ []string) (func(*engine.Run) error, error) {
 			f, err := logFilter(c)
 			if err != nil {
 				return nil, err
+			}
+			if c.Bool("follow") {
+				return func(o *engine.Run) error {
+					// An interrupt ends the following, not the process: the
+					// line being printed is finished, and the status is 0.
+					ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+					defer stop()
+					return o.Follow(ctx, f, func(events []engine.Event) error { return printLog(c.App.Writer, events) })
+				}, nil
 			}
 			return func(o *engine.Run) error {
 				events, err := o.LogOf(f)

@@ -209,9 +209,17 @@ func TestLogFiltersByJobAndStep(t *testing.T) {
 
 // A job the run has never had is refused: a mistyped name must not read as
 // a job that did nothing.
+// --follow refuses it at once, too: it would wait for events that never
+// come.
 func TestLogRefusesAnUnknownJob(t *testing.T) {
 	dir := stopOnlyCourse(t)
-	r := custodian(t, "log", dir, "--job", "claim")
-	requireFailure(t, r, engine.ExitFailed, "name one of the run's jobs (assumptions, claims); custodian status "+dir+" lists them\n")
-	assert.Equal(t, "custodian: run "+dir+" has no job \"claim\"\n", strings.SplitAfter(r.stderr, "\n")[0])
+	for _, follow := range []bool{false, true} {
+		args := []string{"log", dir, "--job", "claim"}
+		if follow {
+			args = append(args, "--follow")
+		}
+		r := custodian(t, args...)
+		requireFailure(t, r, engine.ExitFailed, "name one of the run's jobs (assumptions, claims); custodian status "+dir+" lists them\n")
+		assert.Equal(t, "custodian: run "+dir+" has no job \"claim\"\n", strings.SplitAfter(r.stderr, "\n")[0])
+	}
 }

@@ -413,14 +413,14 @@ func TestStatusAndLogWriteNothingAndAnswerWhileBusy(t *testing.T) {
 // A record that cannot be trusted is never shown as an ordinary status.
 func TestStatusAndLogOfUntrustedRecordsExit4(t *testing.T) {
 	for _, record := range []string{"state.json", "run.json", filepath.Join("history", "1.jsonl")} {
-		for _, command := range []string{"status", "log"} {
-			t.Run(command+" "+record, func(t *testing.T) {
+		for _, command := range [][]string{{"status"}, {"log"}, {"log", "--follow"}} {
+			t.Run(strings.Join(command, " ")+" "+record, func(t *testing.T) {
 				dir := trialRun(t, "clean")
 				ok(t, "step", dir)
 				writeOutput(t, dir, filepath.Join(".custodian", record), "garbage\n")
 				before := listing(t, dir)
 
-				r := custodian(t, command, dir)
+				r := custodian(t, append(command, dir)...)
 				requireFailure(t, r, engine.ExitUntrusted, "do not edit anything under .custodian/; give this message to the operator")
 				assert.Contains(t, r.stderr, record)
 				assert.Equal(t, before, listing(t, dir))
@@ -430,7 +430,7 @@ func TestStatusAndLogOfUntrustedRecordsExit4(t *testing.T) {
 }
 
 // logUsage is log's usage line, the hint of its usage errors.
-const logUsage = "custodian log RUN [--job NAME] [--since STEP]"
+const logUsage = "custodian log RUN [--job NAME] [--since STEP] [--follow]"
 
 func TestStatusAndLogMalformedArgumentsExit2(t *testing.T) {
 	dir := trialRun(t, "clean")
@@ -447,6 +447,8 @@ func TestStatusAndLogMalformedArgumentsExit2(t *testing.T) {
 		{[]string{"log", dir, "--json"}, logUsage},
 		{[]string{"log", dir, "--job"}, logUsage},
 		{[]string{"log", dir, "--job", ""}, logUsage},
+		{[]string{"log", dir, "--follow=maybe"}, logUsage},
+		{[]string{"log", dir, "--follow", "--since", "-1"}, logUsage},
 		{[]string{"log", dir, "--since"}, logUsage},
 		{[]string{"log", dir, "--since", "two"}, logUsage},
 		{[]string{"log", dir, "--since", "-1"}, logUsage},
