@@ -67,6 +67,12 @@ func historyLines(events []store.Event) []string {
 			line = strings.TrimSpace(fmt.Sprintf("%s %s %s", e.Type, e.Subject, e.Text))
 		case "report":
 			line = fmt.Sprintf("report %d %s %s after step %d: %s", e.Attempt, e.Kind, e.Subject, e.Step, e.Text)
+		case "launch":
+			line = strings.TrimSpace(fmt.Sprintf("launch %s #%d %s %s", e.Subject, e.Attempt, e.Kind, e.Path))
+		case "carry":
+			line = fmt.Sprintf("carry %s from %s", e.Subject, e.Text)
+		case "spare":
+			line = fmt.Sprintf("spare %s #%d: %s", e.Subject, e.Attempt, e.Text)
 		default:
 			line = "unknown " + string(e.Type)
 		}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"path"
@@ -235,8 +236,10 @@ func mergeReports(history []Event, reports []store.Report, upTo int) []Event {
 	addReports := func(upTo int) {
 		for ; r < len(reports) && reports[r].Seq <= upTo; r++ {
 			rep := reports[r]
-			events = append(events, store.Event{Type: store.EventReport, Seq: rep.Seq, Step: rep.Step, At: rep.At,
-				Subject: rep.Job, Attempt: rep.Number, Kind: rep.Event, Text: rep.Text})
+			// Filled in as a history file's line is, so that a report
+			// reads, and encodes, as any other event.
+			events = append(events, store.Event{Format: store.EventFormat, Type: store.EventReport, Seq: rep.Seq, Step: rep.Step, At: rep.At,
+				Subject: rep.Job, Attempt: rep.Number, Kind: rep.Event, Text: rep.Text, Messages: []string{}, Outcome: json.RawMessage("null")})
 		}
 	}
 	for _, e := range history {

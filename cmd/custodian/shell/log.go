@@ -73,14 +73,19 @@ func logFilter(c *cli.Context) (engine.LogFilter, error) {
 func printLog(w io.Writer, events []engine.Event) error {
 	var b strings.Builder
 	for _, e := range events {
-		step := "start"
-		if e.Type != engine.EventStart {
-			step = fmt.Sprintf("step %d", e.Step)
-		}
-		fmt.Fprintf(&b, "%s  %-8s  %s\n", engine.OneLine(e.At), step, engine.OneLine(describe(e)))
+		b.WriteString(logLine(e))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// logLine is an event's line, as log prints it: "TIME  step N    text\n".
+func logLine(e engine.Event) string {
+	step := "start"
+	if e.Type != engine.EventStart {
+		step = fmt.Sprintf("step %d", e.Step)
+	}
+	return fmt.Sprintf("%s  %-8s  %s\n", engine.OneLine(e.At), step, engine.OneLine(describe(e)))
 }
 
 // describe says what an event records, in words.

@@ -402,7 +402,8 @@ func TestStatusAndLogWriteNothingAndAnswerWhileBusy(t *testing.T) {
 			t.Cleanup(func() { _ = lock.Unlock() })
 			requireFailure(t, custodian(t, "step", dir), engine.ExitBusy, "")
 		}
-		for _, args := range [][]string{{"status", dir}, {"status", dir, "--json"}, {"log", dir}} {
+		for _, args := range [][]string{{"status", dir}, {"status", dir, "--json"}, {"status", dir, "--job", "assumptions"},
+			{"status", dir, "--job", "assumptions", "--json"}, {"log", dir}} {
 			before := listing(t, dir)
 			assert.NotEmpty(t, ok(t, args...))
 			assert.Equal(t, before, listing(t, dir), "%v changed the run (locked: %v)", args, locked)
@@ -413,7 +414,7 @@ func TestStatusAndLogWriteNothingAndAnswerWhileBusy(t *testing.T) {
 // A record that cannot be trusted is never shown as an ordinary status.
 func TestStatusAndLogOfUntrustedRecordsExit4(t *testing.T) {
 	for _, record := range []string{"state.json", "run.json", filepath.Join("history", "1.jsonl")} {
-		for _, command := range [][]string{{"status"}, {"log"}, {"log", "--follow"}} {
+		for _, command := range [][]string{{"status"}, {"status", "--job", "claims"}, {"log"}, {"log", "--follow"}} {
 			t.Run(strings.Join(command, " ")+" "+record, func(t *testing.T) {
 				dir := trialRun(t, "clean")
 				ok(t, "step", dir)
@@ -429,7 +430,10 @@ func TestStatusAndLogOfUntrustedRecordsExit4(t *testing.T) {
 	}
 }
 
-// logUsage is log's usage line, the hint of its usage errors.
+// statusUsage and logUsage are the usage lines of status and log, the
+// hints of their usage errors.
+const statusUsage = "custodian status RUN [--job NAME] [--json]"
+
 const logUsage = "custodian log RUN [--job NAME] [--since STEP] [--follow]"
 
 func TestStatusAndLogMalformedArgumentsExit2(t *testing.T) {
@@ -438,10 +442,13 @@ func TestStatusAndLogMalformedArgumentsExit2(t *testing.T) {
 		args  []string
 		usage string
 	}{
-		{[]string{"status"}, "custodian status RUN [--json]"},
-		{[]string{"status", dir, dir}, "custodian status RUN [--json]"},
-		{[]string{"status", dir, "--bogus"}, "custodian status RUN [--json]"},
-		{[]string{"status", dir, "--json=maybe"}, "custodian status RUN [--json]"},
+		{[]string{"status"}, statusUsage},
+		{[]string{"status", dir, dir}, statusUsage},
+		{[]string{"status", dir, "--bogus"}, statusUsage},
+		{[]string{"status", dir, "--json=maybe"}, statusUsage},
+		{[]string{"status", dir, "--job"}, statusUsage},
+		{[]string{"status", dir, "--job", ""}, statusUsage},
+		{[]string{"status", dir, "--job", "bad \xff byte"}, "give the value as UTF-8"},
 		{[]string{"log"}, logUsage},
 		{[]string{"log", dir, dir}, logUsage},
 		{[]string{"log", dir, "--json"}, logUsage},
