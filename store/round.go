@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -137,21 +138,34 @@ func LaunchDir(job string, n int) string {
 // NextLaunch returns the number of a job's next launch: one past the
 // launches whose evidence is kept.
 func (r *Run) NextLaunch(job string) (int, error) {
+	kept, err := r.Launches(job)
+	if err != nil || len(kept) == 0 {
+		return 1, err
+	}
+	return kept[len(kept)-1] + 1, nil
+}
+
+// Launches returns the numbers of a job's launches whose evidence is kept,
+// jobs/<job>/launch-<n>/, in order. A name beside them that is not
+// launch-<n>, as LaunchDir spells it, is not a launch.
+func (r *Run) Launches(job string) ([]int, error) {
 	if !names.Valid(job) {
-		return 0, fmt.Errorf("launch of %q: not a job's name", job)
+		return nil, fmt.Errorf("launches of %q: not a job's name", job)
 	}
 	dir := statePath("jobs", job)
-	names, err := r.tree.names(dir)
+	entries, err := r.tree.names(dir)
 	if err != nil {
-		return 0, r.readError(dir, err)
+		return nil, r.readError(dir, err)
 	}
-	next := 1
-	for _, name := range names {
-		if n, err := strconv.Atoi(strings.TrimPrefix(name, "launch-")); err == nil && strings.HasPrefix(name, "launch-") && n >= next {
-			next = n + 1
+	var kept []int
+	for _, name := range entries {
+		rest, ok := strings.CutPrefix(name, "launch-")
+		if n, err := strconv.Atoi(rest); ok && err == nil && n >= 1 && strconv.Itoa(n) == rest {
+			kept = append(kept, n)
 		}
 	}
-	return next, nil
+	slices.Sort(kept)
+	return kept, nil
 }
 
 // SaveLaunch keeps the evidence of a launch: the worker's stdout and
@@ -210,6 +224,14 @@ func (r *Run) LoadLaunch(job string, n int) (*Launch, error) {
 	}
 	if !found {
 		return nil, untrusted(r.abs(rel), "it is missing")
+	}
+	// The record is untrusted input: one copied from another run, job or
+	// launch would tell another launch's story as this one's.
+	switch {
+	case l.Run != r.Record.ID:
+		return nil, untrusted(r.abs(rel), "it belongs to run %s, not to this run (%s)", l.Run, r.Record.ID)
+	case l.Job != job || l.Launch != n:
+		return nil, untrusted(r.abs(rel), "it records launch %d of job %s, not launch %d of job %s", l.Launch, l.Job, n, job)
 	}
 	return &l, nil
 }

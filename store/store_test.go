@@ -560,3 +560,53 @@ func TestAStateOfAnOlderFormatIsRead(t *testing.T) {
 		assert.ErrorIs(t, err, store.ErrUntrusted, name)
 	}
 }
+
+// Launches lists the launch directories kept for a job, by number, and
+// nothing else that lies beside them.
+func TestLaunches(t *testing.T) {
+	r := newRun(t)
+	got, err := r.Launches("a")
+	require.NoError(t, err)
+	assert.Empty(t, got, "a job with no directory has no launches")
+
+	for _, name := range []string{"launch-2", "launch-10", "launch-1", "launch-01", "launch-0", "launch-x", "prompt-1.md", "kept"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(r.Dir, ".custodian", "jobs", "a", name), 0o755))
+	}
+	got, err = r.Launches("a")
+	require.NoError(t, err)
+	assert.Equal(t, []int{1, 2, 10}, got)
+	next, err := r.NextLaunch("a")
+	require.NoError(t, err)
+	assert.Equal(t, 11, next)
+
+	_, err = r.Launches("not a name")
+	assert.Error(t, err)
+}
+
+// A launch record is held to the run, job and launch it is kept for: one
+// copied from elsewhere cannot be trusted.
+func TestLoadLaunchChecksWhoseRecordItIs(t *testing.T) {
+	r := newRun(t)
+	locked(t, r)
+	_, err := r.SaveLaunch(&store.Launch{Job: "a", Attempt: 1, Launch: 1, Outcome: "finished"}, []byte("out"), nil)
+	require.NoError(t, err)
+	l, err := r.LoadLaunch("a", 1)
+	require.NoError(t, err)
+	assert.Equal(t, "finished", l.Outcome)
+
+	record := filepath.Join(r.Dir, ".custodian", "jobs", "a", "launch-1", "launch.json")
+	good := readFile(t, record)
+	for _, tt := range []struct{ name, from, to, says string }{
+		{"another run", `"run":"` + r.Record.ID + `"`, `"run":"` + strings.Repeat("0", 32) + `"`, "belongs to run"},
+		{"another job", `"job":"a"`, `"job":"b"`, "job b"},
+		{"another launch", `"launch":1`, `"launch":2`, "launch 2"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Contains(t, good, tt.from)
+			writeFile(t, record, strings.Replace(good, tt.from, tt.to, 1))
+			_, err := r.LoadLaunch("a", 1)
+			require.ErrorIs(t, err, store.ErrUntrusted)
+			assert.Contains(t, err.Error(), tt.says)
+		})
+	}
+}

@@ -169,6 +169,11 @@ func TestTrialDemoDrivesARunThroughTheBinary(t *testing.T) {
 			}
 			status := ok(t, "status", dir)
 			assert.Contains(t, status, "  last launch: attempt ")
+			// A job's story shows each launch's evidence where it is.
+			story := ok(t, "status", dir, "--job", "claims")
+			evidence := filepath.Join(dir, ".custodian", "jobs", "claims", "launch-1")
+			assert.Contains(t, story, "\n    launch 1: worker exec, pid ")
+			assert.Contains(t, story, "\n    stdout: "+filepath.Join(evidence, "stdout")+" (")
 			if tc.final == "final: done" {
 				assert.Equal(t, "done\n", ok(t, "step", dir))
 			}

@@ -67,6 +67,12 @@ func historyLines(events []store.Event) []string {
 			line = strings.TrimSpace(fmt.Sprintf("%s %s %s", e.Type, e.Subject, e.Text))
 		case "report":
 			line = fmt.Sprintf("report %d %s %s after step %d: %s", e.Attempt, e.Kind, e.Subject, e.Step, e.Text)
+		case "launch":
+			line = strings.TrimSpace(fmt.Sprintf("launch %s #%d %s %s", e.Subject, e.Attempt, e.Kind, e.Path))
+		case "carry":
+			line = fmt.Sprintf("carry %s from %s", e.Subject, e.Text)
+		case "spare":
+			line = fmt.Sprintf("spare %s #%d: %s", e.Subject, e.Attempt, e.Text)
 		default:
 			line = "unknown " + string(e.Type)
 		}
@@ -89,10 +95,11 @@ var historyDef = &workflow.Definition{Name: "history", Run: func(ctx *workflow.C
 	return nil
 }}
 
-// A scripted run with a retry, a problem report and its repair, a stop and
-// its release, and an effect the operator resolves: the history holds every
-// event exactly once, in order, each with its step.
-func TestHistoryOfAScriptedRun(t *testing.T) {
+// historyScripted runs historyDef through a retry, a problem report and
+// its repair, a stop and its release, and an effect the operator resolves,
+// to the end: eleven steps and three reports.
+func historyScripted(t *testing.T) *harness {
+	t.Helper()
 	h := startRun(t, historyDef, map[string]string{"source.md": "text\n", "release.md": "v1\n"})
 	_, err := h.o.Report(engine.ReportLaunchFailed, "", "before any step")
 	require.NoError(t, err)
@@ -126,7 +133,14 @@ func TestHistoryOfAScriptedRun(t *testing.T) {
 	require.NoError(t, h.o.Resolve("publish", workflow.Completed))
 	// 11: done again.
 	h.done()
+	return h
+}
 
+// A scripted run with a retry, a problem report and its repair, a stop and
+// its release, and an effect the operator resolves: the history holds every
+// event exactly once, in order, each with its step.
+func TestHistoryOfAScriptedRun(t *testing.T) {
+	h := historyScripted(t)
 	const refused = string(engine.BlockRefused)
 	want := []string{
 		"start history",

@@ -187,15 +187,7 @@ func (run *Run) status(rec *loaded, changes bool) (Status, error) {
 	if s.Last, s.Settled, s.Driven, err = run.readHistory(history); err != nil {
 		return Status{}, err
 	}
-	launches, spares := map[string]*LaunchStatus{}, map[string]string{}
-	for _, e := range history {
-		switch e.Type {
-		case store.EventLaunch:
-			launches[e.Subject] = &LaunchStatus{Attempt: e.Attempt, Outcome: e.Kind, Text: e.Text, Evidence: run.abs(e.Path)}
-		case store.EventSpare:
-			spares[e.Subject] = e.Text
-		}
-	}
+	launches, spares := lastLaunches(run, history)
 	workers, _ := liveWorkers(rec.round)
 	if driving, _ := liveDriver(rec.round); driving || len(workers) > 0 {
 		rd := *rec.round

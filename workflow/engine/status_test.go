@@ -458,7 +458,7 @@ func statusSnapshot(t *testing.T, dir string) map[string]statusFile {
 	return out
 }
 
-// Status and Log write nothing, at every point of a run's course: before
+// Status, Log and Story write nothing, at every point of a run's course: before
 // the first step, after a launch, a block, an uncertain step and the end.
 func TestStatusAndLogWriteNothing(t *testing.T) {
 	check := func(t *testing.T, reg *workflow.Registry, dir string) {
@@ -467,10 +467,14 @@ func TestStatusAndLogWriteNothing(t *testing.T) {
 		require.Contains(t, before, filepath.Join(".custodian", "run.json"), "the snapshot covers the state directory")
 		o, err := engine.Open(reg, dir)
 		require.NoError(t, err)
-		_, err = o.Status()
+		s, err := o.Status()
 		require.NoError(t, err)
 		_, err = o.Log()
 		require.NoError(t, err)
+		for _, j := range s.Jobs {
+			_, err = o.Story(j.Name)
+			require.NoError(t, err)
+		}
 		assert.Equal(t, before, statusSnapshot(t, dir))
 	}
 

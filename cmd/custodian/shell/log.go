@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/custodian-run/custodian/workflow"
 	"github.com/custodian-run/custodian/workflow/engine"
@@ -13,13 +16,33 @@ import (
 
 func logCommand(reg *workflow.Registry) *cli.Command {
 	return &cli.Command{
-		Name:        "log",
-		Usage:       "print the run's history: every step, hand-out, verdict, block, report, resolve and release; read-only",
-		ArgsUsage:   "RUN",
-		Description: "Log reads the committed history and the reports; it takes no lock and writes nothing.",
+		Name:      "log",
+		Usage:     "print the run's history: every step, hand-out, verdict, block, report, resolve and release; read-only",
+		ArgsUsage: "RUN [--job NAME] [--since STEP] [--follow]",
+		Description: "Log reads the committed history and the reports; it takes no lock and writes nothing.\n" +
+			"--job keeps the events about one job, --since the events of step STEP and later (the start is step 0).\n" +
+			"--follow prints the history, then each command's events as it commits, until SIGINT or SIGTERM (exit 0).",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "job", Usage: "only the events about the job `NAME`: hand-outs, verdicts, kept files, blocks, launches, releases, reports"},
+			&cli.IntFlag{Name: "since", Usage: "only the events of step `STEP` and later; 0, the default, keeps the start"},
+			&cli.BoolFlag{Name: "follow", Usage: "go on printing events as commands commit them, until interrupted"},
+		},
 		Action: withRun(reg, nil, func(c *cli.Context, _ []string) (func(*engine.Run) error, error) {
+			f, err := logFilter(c)
+			if err != nil {
+				return nil, err
+			}
+			if c.Bool("follow") {
+				return func(o *engine.Run) error {
+					// An interrupt ends the following, not the process: the
+					// line being printed is finished, and the status is 0.
+					ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+					defer stop()
+					return o.Follow(ctx, f, func(events []engine.Event) error { return printLog(c.App.Writer, events) })
+				}, nil
+			}
 			return func(o *engine.Run) error {
-				events, err := o.Log()
+				events, err := o.LogOf(f)
 				if err != nil {
 					return err
 				}
@@ -29,20 +52,40 @@ func logCommand(reg *workflow.Registry) *cli.Command {
 	}
 }
 
+// logFilter reads --job and --since.
+func logFilter(c *cli.Context) (engine.LogFilter, error) {
+	job, err := text(c, "job")
+	if err != nil {
+		return engine.LogFilter{}, err
+	}
+	if c.IsSet("job") && job == "" {
+		return engine.LogFilter{}, usagef(c, "--job names no job")
+	}
+	if c.Int("since") < 0 {
+		return engine.LogFilter{}, usagef(c, "--since %d is not a step", c.Int("since"))
+	}
+	return engine.LogFilter{Job: job, Since: c.Int("since")}, nil
+}
+
 // printLog writes one line per event: its time, the step it belongs to
 // ("step 3" for the step itself and for what follows it until the next),
 // and what happened. Paths are relative to the run directory.
 func printLog(w io.Writer, events []engine.Event) error {
 	var b strings.Builder
 	for _, e := range events {
-		step := "start"
-		if e.Type != engine.EventStart {
-			step = fmt.Sprintf("step %d", e.Step)
-		}
-		fmt.Fprintf(&b, "%s  %-8s  %s\n", engine.OneLine(e.At), step, engine.OneLine(describe(e)))
+		b.WriteString(logLine(e))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// logLine is an event's line, as log prints it: "TIME  step N    text\n".
+func logLine(e engine.Event) string {
+	step := "start"
+	if e.Type != engine.EventStart {
+		step = fmt.Sprintf("step %d", e.Step)
+	}
+	return fmt.Sprintf("%s  %-8s  %s\n", engine.OneLine(e.At), step, engine.OneLine(describe(e)))
 }
 
 // describe says what an event records, in words.

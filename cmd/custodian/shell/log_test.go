@@ -1,8 +1,10 @@
 package shell_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/custodian-run/custodian/workflow"
@@ -138,4 +140,86 @@ func TestLogBeforeTheFirstStep(t *testing.T) {
 		logStart("trial", "parameters scenario=clean"),
 		"TIME  step 0    report 1, launch-failed: the harness is not ready",
 	), statusUntimed(ok(t, "log", dir)))
+}
+
+// stopOnlyCourse takes a stop-only trial run through a refusal, a block
+// that permits only stopping, the stop report and the release, to the
+// fourth step, and returns its directory.
+func stopOnlyCourse(t *testing.T) string {
+	t.Helper()
+	dir := trialRun(t, "stop-only")
+	ok(t, "step", dir)
+	statusBothLenses(t, dir)
+	ok(t, "step", dir)
+	writeOutput(t, dir, "assumptions.md", valid)
+	ok(t, "step", dir)
+	ok(t, "report", dir, "stop", "--job", "assumptions")
+	ok(t, "release", dir, "assumptions")
+	ok(t, "step", dir)
+	return dir
+}
+
+// --job keeps one job's events and --since the steps from one on; they
+// combine, and come before or after the run.
+func TestLogFiltersByJobAndStep(t *testing.T) {
+	dir := stopOnlyCourse(t)
+	refused := "refused assumptions, attempt %d (validator-refused): the output was refused by its validator " +
+		"(the output must be empty and must also start with a level-one heading)"
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--job", "claims"}, lines(
+			"TIME  step 1    handed out claims, attempt 1: .custodian/jobs/claims/prompt-1.md",
+			"TIME  step 2    accepted claims, attempt 1",
+		)},
+		{[]string{"--since", "3"}, lines(
+			"TIME  step 3    outcome: blocked",
+			"TIME  step 3    "+fmt.Sprintf(refused, 2),
+			"TIME  step 3    kept assumptions.md of assumptions as .custodian/jobs/assumptions/kept/2-assumptions.md",
+			"TIME  step 3    blocked assumptions (validator-refused): the output was refused by its validator, attempt 2 of 2 (permits stop); "+
+				"record .custodian/jobs/assumptions/block-1.md",
+			"TIME  step 3    report 1, stop on assumptions",
+			"TIME  step 3    released assumptions",
+			"TIME  step 4    outcome: launch",
+			"TIME  step 4    handed out assumptions, attempt 3: .custodian/jobs/assumptions/prompt-3.md",
+		)},
+		{[]string{"--job", "assumptions", "--since", "2"}, lines(
+			"TIME  step 2    "+fmt.Sprintf(refused, 1),
+			"TIME  step 2    kept assumptions.md of assumptions as .custodian/jobs/assumptions/kept/1-assumptions.md",
+			"TIME  step 2    handed out assumptions, attempt 2: .custodian/jobs/assumptions/prompt-2.md",
+			"TIME  step 3    "+fmt.Sprintf(refused, 2),
+			"TIME  step 3    kept assumptions.md of assumptions as .custodian/jobs/assumptions/kept/2-assumptions.md",
+			"TIME  step 3    blocked assumptions (validator-refused): the output was refused by its validator, attempt 2 of 2 (permits stop); "+
+				"record .custodian/jobs/assumptions/block-1.md",
+			"TIME  step 3    report 1, stop on assumptions",
+			"TIME  step 3    released assumptions",
+			"TIME  step 4    handed out assumptions, attempt 3: .custodian/jobs/assumptions/prompt-3.md",
+		)},
+		{[]string{"--since", "5"}, ""},
+		{[]string{"--since", "0"}, statusUntimed(ok(t, "log", dir))},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			assert.Equal(t, tt.want, statusUntimed(ok(t, append([]string{"log", dir}, tt.args...)...)))
+			assert.Equal(t, tt.want, statusUntimed(ok(t, append(append([]string{"log"}, tt.args...), dir)...)), "flags first")
+		})
+	}
+}
+
+// A job the run has never had is refused: a mistyped name must not read as
+// a job that did nothing.
+// --follow refuses it at once, too: it would wait for events that never
+// come.
+func TestLogRefusesAnUnknownJob(t *testing.T) {
+	dir := stopOnlyCourse(t)
+	for _, follow := range []bool{false, true} {
+		args := []string{"log", dir, "--job", "claim"}
+		if follow {
+			args = append(args, "--follow")
+		}
+		r := custodian(t, args...)
+		requireFailure(t, r, engine.ExitFailed, "name one of the run's jobs (assumptions, claims); custodian status "+dir+" lists them\n")
+		assert.Equal(t, "custodian: run "+dir+" has no job \"claim\"\n", strings.SplitAfter(r.stderr, "\n")[0])
+	}
 }

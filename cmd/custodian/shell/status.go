@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/custodian-run/custodian/workflow"
 	"github.com/custodian-run/custodian/workflow/engine"
@@ -13,14 +14,36 @@ import (
 func statusCommand(reg *workflow.Registry) *cli.Command {
 	return &cli.Command{
 		Name:      "status",
-		Usage:     "show where every job and effect of the run stands; read-only",
-		ArgsUsage: "RUN [--json]",
+		Usage:     "show where every job and effect of the run stands, or one job's whole story; read-only",
+		ArgsUsage: "RUN [--job NAME] [--json]",
 		Description: "Status judges nothing, consumes no round, takes no lock and writes nothing.\n" +
-			"It shows the last step's outcome and what the agent orchestrator and the operator may do now.",
+			"It shows the last step's outcome and what the agent orchestrator and the operator may do now.\n" +
+			"--job shows one job's story instead: each hand-out and its prompt, drive's launches and their\n" +
+			"evidence, verdicts with their messages, kept files, blocks and their records, reports and releases.",
 		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "json", Usage: "print the status as one JSON object"},
+			&cli.StringFlag{Name: "job", Usage: "tell the whole story of the job `NAME`"},
+			&cli.BoolFlag{Name: "json", Usage: "print the status, or the story, as one JSON object"},
 		},
 		Action: withRun(reg, nil, func(c *cli.Context, _ []string) (func(*engine.Run) error, error) {
+			job, err := text(c, "job")
+			if err != nil {
+				return nil, err
+			}
+			if c.IsSet("job") && job == "" {
+				return nil, usagef(c, "--job names no job")
+			}
+			if job != "" {
+				return func(o *engine.Run) error {
+					s, err := o.Story(job)
+					if err != nil {
+						return err
+					}
+					if c.Bool("json") {
+						return printJSON(c, s)
+					}
+					return printStory(c.App.Writer, s)
+				}, nil
+			}
 			return func(o *engine.Run) error {
 				s, err := o.Status()
 				if err != nil {
@@ -32,6 +55,122 @@ func statusCommand(reg *workflow.Registry) *cli.Command {
 				return printStatus(c.App.Writer, s)
 			}, nil
 		}),
+	}
+}
+
+// printStory writes a job's story for a person: the job's status lines,
+// then each hand-out with its prompt, and under it what followed it, a
+// line each as log prints them but with absolute paths, each launch of
+// custodian drive followed by what its evidence records. Everything it
+// prints, engine.Story decided.
+func printStory(w io.Writer, s engine.JobStory) error {
+	var b strings.Builder
+	if s.Status != nil {
+		var job strings.Builder
+		printJob(&job, *s.Status, s.Job, true)
+		b.WriteString(strings.TrimPrefix(job.String(), "- "))
+	} else {
+		fmt.Fprintf(&b, "%s: no longer a job of the run: its state keeps no record of it\n", s.Job)
+	}
+	fmt.Fprintf(&b, "run: %s\n", s.Run)
+	if s.Output != "" {
+		fmt.Fprintf(&b, "output: %s\n", s.Output)
+	}
+	for _, l := range s.Workers {
+		fmt.Fprintf(&b, "running: launch %d of attempt %d, pid %d\n", l.Launch, l.Attempt, l.Process.Pid)
+	}
+	if len(s.Before) > 0 {
+		fmt.Fprintln(&b, "before its first hand-out:")
+		for _, e := range s.Before {
+			fmt.Fprintf(&b, "  %s", logLine(e))
+		}
+	}
+	for _, h := range s.Handouts {
+		fmt.Fprintf(&b, "attempt %d, handed out by step %d at %s: %s\n", h.Attempt, h.Step, h.At, h.Prompt)
+		told := map[int]bool{}
+		for _, e := range h.Events {
+			fmt.Fprintf(&b, "  %s", logLine(e))
+			if e.Type != engine.EventLaunch {
+				continue
+			}
+			for _, l := range h.Launches {
+				if l.Recorded && l.Evidence != "" && l.Evidence == e.Path && !told[l.Launch] {
+					told[l.Launch] = true
+					printLaunchEvidence(&b, l)
+				}
+			}
+		}
+		for _, l := range h.Launches {
+			if !l.Recorded {
+				of := ""
+				if l.Attempt > 0 {
+					of = fmt.Sprintf(", attempt %d", l.Attempt)
+				}
+				fmt.Fprintf(&b, "  launch %d%s: %s; evidence %s\n", l.Launch, of, launchText(l), l.Evidence)
+				fmt.Fprintln(&b, "    not in the history: a drive kept this evidence and ended before it recorded the launch")
+				printLaunchEvidence(&b, l)
+			}
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// launchText is how a launch ended, in words.
+func launchText(l engine.LaunchStory) string {
+	if l.Text != "" {
+		return l.Text
+	}
+	if l.Outcome != "" {
+		return l.Outcome
+	}
+	return "its end is not recorded"
+}
+
+// maxMessage bounds how much of a worker's final message a story prints:
+// enough to recognize it; launch.json keeps it whole.
+const maxMessage = 300
+
+// printLaunchEvidence writes what a launch's evidence records: the worker,
+// its process and times, its final message, and where its output is kept.
+func printLaunchEvidence(b *strings.Builder, l engine.LaunchStory) {
+	r := l.Record
+	if r == nil {
+		fmt.Fprintf(b, "    launch %d: its launch.json is missing: a drive ended while it kept the evidence\n", l.Launch)
+		return
+	}
+	line := fmt.Sprintf("    launch %d: worker %s, pid %d on host %s, from %s to %s", l.Launch, r.Worker, r.Process.Pid, r.Host, r.StartedAt, r.EndedAt)
+	if r.Session != "" {
+		line += ", session " + r.Session
+	}
+	fmt.Fprintln(b, engine.OneLine(line))
+	if u := r.UsageLimit; u != nil {
+		resets := "an unknown time"
+		if u.Known {
+			resets = u.Resets
+		}
+		fmt.Fprintf(b, "    usage limit: resets at %s: %s\n", resets, engine.OneLine(u.Message))
+	}
+	if r.Message != "" {
+		message := engine.OneLine(r.Message)
+		if len(message) > maxMessage {
+			cut := maxMessage
+			for cut > 0 && !utf8.RuneStart(message[cut]) {
+				cut--
+			}
+			message = message[:cut] + "... (launch.json keeps the whole message)"
+		}
+		fmt.Fprintf(b, "    message: %s\n", message)
+	}
+	for _, out := range []struct {
+		name, path string
+		rec        engine.OutputRecord
+	}{{"stdout", l.Stdout, r.Stdout}, {"stderr", l.Stderr, r.Stderr}} {
+		kept := fmt.Sprintf("%d bytes written", out.rec.Bytes)
+		if int64(out.rec.Kept) < out.rec.Bytes {
+			kept += fmt.Sprintf(", the last %d kept", out.rec.Kept)
+		}
+		fmt.Fprintf(b, "    %s: %s (%s)\n", out.name, out.path, kept)
 	}
 }
 

@@ -402,7 +402,8 @@ func TestStatusAndLogWriteNothingAndAnswerWhileBusy(t *testing.T) {
 			t.Cleanup(func() { _ = lock.Unlock() })
 			requireFailure(t, custodian(t, "step", dir), engine.ExitBusy, "")
 		}
-		for _, args := range [][]string{{"status", dir}, {"status", dir, "--json"}, {"log", dir}} {
+		for _, args := range [][]string{{"status", dir}, {"status", dir, "--json"}, {"status", dir, "--job", "assumptions"},
+			{"status", dir, "--job", "assumptions", "--json"}, {"log", dir}} {
 			before := listing(t, dir)
 			assert.NotEmpty(t, ok(t, args...))
 			assert.Equal(t, before, listing(t, dir), "%v changed the run (locked: %v)", args, locked)
@@ -413,14 +414,14 @@ func TestStatusAndLogWriteNothingAndAnswerWhileBusy(t *testing.T) {
 // A record that cannot be trusted is never shown as an ordinary status.
 func TestStatusAndLogOfUntrustedRecordsExit4(t *testing.T) {
 	for _, record := range []string{"state.json", "run.json", filepath.Join("history", "1.jsonl")} {
-		for _, command := range []string{"status", "log"} {
-			t.Run(command+" "+record, func(t *testing.T) {
+		for _, command := range [][]string{{"status"}, {"status", "--job", "claims"}, {"log"}, {"log", "--follow"}} {
+			t.Run(strings.Join(command, " ")+" "+record, func(t *testing.T) {
 				dir := trialRun(t, "clean")
 				ok(t, "step", dir)
 				writeOutput(t, dir, filepath.Join(".custodian", record), "garbage\n")
 				before := listing(t, dir)
 
-				r := custodian(t, command, dir)
+				r := custodian(t, append(command, dir)...)
 				requireFailure(t, r, engine.ExitUntrusted, "do not edit anything under .custodian/; give this message to the operator")
 				assert.Contains(t, r.stderr, record)
 				assert.Equal(t, before, listing(t, dir))
@@ -429,25 +430,46 @@ func TestStatusAndLogOfUntrustedRecordsExit4(t *testing.T) {
 	}
 }
 
+// statusUsage and logUsage are the usage lines of status and log, the
+// hints of their usage errors.
+const statusUsage = "custodian status RUN [--job NAME] [--json]"
+
+const logUsage = "custodian log RUN [--job NAME] [--since STEP] [--follow]"
+
 func TestStatusAndLogMalformedArgumentsExit2(t *testing.T) {
 	dir := trialRun(t, "clean")
 	tests := []struct {
 		args  []string
 		usage string
 	}{
-		{[]string{"status"}, "custodian status RUN [--json]"},
-		{[]string{"status", dir, dir}, "custodian status RUN [--json]"},
-		{[]string{"status", dir, "--bogus"}, "custodian status RUN [--json]"},
-		{[]string{"status", dir, "--json=maybe"}, "custodian status RUN [--json]"},
-		{[]string{"log"}, "custodian log RUN"},
-		{[]string{"log", dir, dir}, "custodian log RUN"},
-		{[]string{"log", dir, "--json"}, "custodian log RUN"},
+		{[]string{"status"}, statusUsage},
+		{[]string{"status", dir, dir}, statusUsage},
+		{[]string{"status", dir, "--bogus"}, statusUsage},
+		{[]string{"status", dir, "--json=maybe"}, statusUsage},
+		{[]string{"status", dir, "--job"}, statusUsage},
+		{[]string{"status", dir, "--job", ""}, statusUsage},
+		{[]string{"status", dir, "--job", "bad \xff byte"}, "give the value as UTF-8"},
+		{[]string{"log"}, logUsage},
+		{[]string{"log", dir, dir}, logUsage},
+		{[]string{"log", dir, "--json"}, logUsage},
+		{[]string{"log", dir, "--job"}, logUsage},
+		{[]string{"log", dir, "--job", ""}, logUsage},
+		{[]string{"log", dir, "--follow=maybe"}, logUsage},
+		{[]string{"log", dir, "--follow", "--since", "-1"}, logUsage},
+		{[]string{"log", dir, "--since"}, logUsage},
+		{[]string{"log", dir, "--since", "two"}, logUsage},
+		{[]string{"log", dir, "--since", "-1"}, logUsage},
+		{[]string{"log", dir, "--job", "bad \xff byte"}, "give the value as UTF-8"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			before := listing(t, dir)
 			r := custodian(t, tt.args...)
-			requireFailure(t, r, engine.ExitUsage, "usage: "+tt.usage)
+			hint := tt.usage
+			if strings.HasPrefix(hint, "custodian ") {
+				hint = "usage: " + hint
+			}
+			requireFailure(t, r, engine.ExitUsage, hint)
 			assert.Equal(t, before, listing(t, dir))
 		})
 	}
