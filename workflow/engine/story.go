@@ -86,75 +86,132 @@ func (run *Run) Story(job string) (JobStory, error) {
 	if err != nil {
 		return JobStory{}, err
 	}
+	history, err := run.records.History(rec.state.Seq)
+	if err != nil {
+		return JobStory{}, err
+	}
+	if err := run.knowsJob(rec.state, history, job); err != nil {
+		return JobStory{}, err
+	}
+	stories, err := run.stories(rec, history, []string{job})
+	if err != nil {
+		return JobStory{}, err
+	}
+	return stories[0], nil
+}
+
+// Stories reads the story of every job the last replay named, by name,
+// with one read of the records: what a run's page shows. It takes no
+// lock, judges nothing and writes nothing.
+func (run *Run) Stories() ([]JobStory, error) {
+	rec, err := run.read()
+	if err != nil {
+		return nil, err
+	}
+	history, err := run.records.History(rec.state.Seq)
+	if err != nil {
+		return nil, err
+	}
+	return run.stories(rec, history, rec.state.Named)
+}
+
+// stories tells the stories of jobs, in the order given, from the records
+// rec and their history, in one pass over the history.
+func (run *Run) stories(rec *loaded, history []Event, jobs []string) ([]JobStory, error) {
 	st := rec.state
-	history, err := run.records.History(st.Seq)
+	last, settled, _, err := run.readHistory(history)
 	if err != nil {
-		return JobStory{}, err
+		return nil, err
 	}
-	if err := run.knowsJob(st, history, job); err != nil {
-		return JobStory{}, err
+	named := map[string]bool{}
+	for _, name := range st.Named {
+		named[name] = true
 	}
-	s := JobStory{Run: run.records.Dir, Job: job, Before: []Event{}, Handouts: []HandoutStory{}, Workers: []Lease{}}
-	if js := st.Jobs[job]; js != nil {
-		last, settled, _, err := run.readHistory(history)
-		if err != nil {
-			return JobStory{}, err
+	standing := Status{Last: last, Settled: settled}.standing()
+	launches, spares := lastLaunches(run, history)
+	workers, _ := liveWorkers(rec.round)
+	stories := make([]JobStory, len(jobs))
+	byName := make(map[string]*JobStory, len(jobs))
+	kept := make(map[string]map[int]*Launch, len(jobs))
+	for i, job := range jobs {
+		s := &stories[i]
+		*s = JobStory{Run: run.records.Dir, Job: job, Before: []Event{}, Handouts: []HandoutStory{}, Workers: []Lease{}}
+		byName[job] = s
+		if js := st.Jobs[job]; js != nil {
+			status, err := run.jobStatus(run.records.Files(), st, job, named, standing, true)
+			if err != nil {
+				return nil, err
+			}
+			status.LastLaunch, status.Spare = launches[job], spares[job]
+			s.Status = &status
+			if js.Input != nil {
+				s.Output = run.abs(js.Input.Output)
+			}
 		}
-		named := map[string]bool{}
-		for _, name := range st.Named {
-			named[name] = true
+		if kept[job], err = run.keptLaunches(job); err != nil {
+			return nil, err
 		}
-		standing := Status{Last: last, Settled: settled}.standing()
-		status, err := run.jobStatus(run.records.Files(), st, job, named, standing, true)
-		if err != nil {
-			return JobStory{}, err
-		}
-		launches, spares := lastLaunches(run, history)
-		status.LastLaunch, status.Spare = launches[job], spares[job]
-		s.Status = &status
-		if js.Input != nil {
-			s.Output = run.abs(js.Input.Output)
+		for _, w := range workers {
+			if w.Job == job {
+				s.Workers = append(s.Workers, w)
+			}
 		}
 	}
-	kept, err := run.keptLaunches(job)
-	if err != nil {
-		return JobStory{}, err
-	}
-	told := map[int]bool{}
-	f := LogFilter{Job: job}
+	told := map[string]map[int]bool{}
 	for _, e := range mergeReports(history, rec.reports, st.Seq) {
-		if !f.Keeps(e) {
-			continue
-		}
 		if e.Path != "" {
 			e.Path = run.abs(e.Path)
 		}
-		if e.Type == store.EventHandout {
-			s.Handouts = append(s.Handouts, HandoutStory{Attempt: e.Attempt, Step: e.Step, At: e.At, Prompt: e.Path,
-				Events: []Event{}, Launches: []LaunchStory{}})
-			continue
-		}
-		n := len(s.Handouts)
-		if n == 0 {
-			s.Before = append(s.Before, e)
-			continue
-		}
-		ho := &s.Handouts[n-1]
-		ho.Events = append(ho.Events, e)
-		if e.Type == store.EventLaunch {
-			l := LaunchStory{Attempt: e.Attempt, Outcome: e.Kind, Text: e.Text, Recorded: true, Step: e.Step, At: e.At}
-			for k, record := range kept {
-				if e.Path == run.abs(store.LaunchDir(job, k)) {
-					run.launchEvidence(&l, job, k, record)
-					told[k] = true
+		for _, job := range eventJobs(e) {
+			if s := byName[job]; s != nil {
+				if told[job] == nil {
+					told[job] = map[int]bool{}
 				}
+				run.tell(s, e, kept[job], told[job])
 			}
-			if l.Launch == 0 && e.Path != "" {
-				l.Evidence = e.Path // where the history says, though nothing is kept there
-			}
-			ho.Launches = append(ho.Launches, l)
 		}
 	}
+	for _, job := range jobs {
+		run.tellKept(byName[job], kept[job], told[job])
+	}
+	return stories, nil
+}
+
+// tell adds the event e to the story s: a hand-out begins a part of its
+// own, and what follows goes with the hand-out before it. told notes the
+// kept launches a launch event names.
+func (run *Run) tell(s *JobStory, e Event, kept map[int]*Launch, told map[int]bool) {
+	if e.Type == store.EventHandout {
+		s.Handouts = append(s.Handouts, HandoutStory{Attempt: e.Attempt, Step: e.Step, At: e.At, Prompt: e.Path,
+			Events: []Event{}, Launches: []LaunchStory{}})
+		return
+	}
+	n := len(s.Handouts)
+	if n == 0 {
+		s.Before = append(s.Before, e)
+		return
+	}
+	ho := &s.Handouts[n-1]
+	ho.Events = append(ho.Events, e)
+	if e.Type != store.EventLaunch {
+		return
+	}
+	l := LaunchStory{Attempt: e.Attempt, Outcome: e.Kind, Text: e.Text, Recorded: true, Step: e.Step, At: e.At}
+	for k, record := range kept {
+		if e.Path == run.abs(store.LaunchDir(s.Job, k)) {
+			run.launchEvidence(&l, s.Job, k, record)
+			told[k] = true
+		}
+	}
+	if l.Launch == 0 && e.Path != "" {
+		l.Evidence = e.Path // where the history says, though nothing is kept there
+	}
+	ho.Launches = append(ho.Launches, l)
+}
+
+// tellKept adds to the story s the launches whose evidence is kept and
+// whose end the history lacks.
+func (run *Run) tellKept(s *JobStory, kept map[int]*Launch, told map[int]bool) {
 	for _, k := range slices.Sorted(maps.Keys(kept)) {
 		record := kept[k]
 		if told[k] || len(s.Handouts) == 0 {
@@ -173,16 +230,9 @@ func (run *Run) Story(job string) (JobStory, error) {
 			l.Attempt, l.Outcome = record.Attempt, record.Outcome
 			l.Text, _, _ = launchEnd(record)
 		}
-		run.launchEvidence(&l, job, k, record)
+		run.launchEvidence(&l, s.Job, k, record)
 		ho.Launches = append(ho.Launches, l)
 	}
-	workers, _ := liveWorkers(rec.round)
-	for _, w := range workers {
-		if w.Job == job {
-			s.Workers = append(s.Workers, w)
-		}
-	}
-	return s, nil
 }
 
 // launchEvidence fills in where the evidence of the job's launch n is, and

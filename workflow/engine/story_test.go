@@ -243,3 +243,25 @@ func TestStory_refusesAnUnknownJobAndAnUntrustedLaunch(t *testing.T) {
 	_, err = h.story("b")
 	require.NoError(t, err, "another job's story reads no record of a's")
 }
+
+// Stories tells every named job's story in one read, each as Story tells
+// it alone.
+func TestStories_tellEachJobAsStoryDoes(t *testing.T) {
+	h := startRun(t, newVersioned().definition(), source)
+	h.work(h.launch("a"), map[string]reply{"a": {output: "no heading\n"}})
+	h.work(h.launch("a"), nil)
+	h.launch("b")
+	o, err := engine.Open(h.reg, h.dir)
+	require.NoError(t, err)
+	defer o.Close()
+	stories, err := o.Stories()
+	require.NoError(t, err)
+	require.Len(t, stories, 2)
+	for _, s := range stories {
+		alone, err := h.story(s.Job)
+		require.NoError(t, err)
+		assert.Equal(t, alone, s, s.Job)
+	}
+	assert.Equal(t, []string{"a", "b"}, []string{stories[0].Job, stories[1].Job})
+	assert.Len(t, stories[0].Handouts, 2)
+}
