@@ -6,7 +6,6 @@ package main
 // workers' log and /proc checked afterwards.
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -1070,17 +1069,4 @@ func TestDriveUnmappableLaunchParameter(t *testing.T) {
 			}
 		})
 	}
-}
-
-// countReports counts the lines of a run's log that record a report of
-// event on job ("report N, EVENT on JOB: TEXT").
-func countReports(log, event, job string) int {
-	n := 0
-	sc := bufio.NewScanner(strings.NewReader(log))
-	for sc.Scan() {
-		if strings.Contains(sc.Text(), ", "+event+" on "+job+": ") {
-			n++
-		}
-	}
-	return n
 }
