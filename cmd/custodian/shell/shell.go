@@ -63,6 +63,7 @@ func New(reg *workflow.Registry, stdout, stderr io.Writer) *cli.App {
 			statusCommand(reg),
 			logCommand(reg),
 			graphCommand(reg),
+			viewCommand(reg),
 			runsCommand(reg),
 			trialCommand(reg),
 			definitionsCommand(reg),
@@ -262,7 +263,9 @@ func operands(c *cli.Context) ([]string, error) {
 		default:
 			value = "true"
 		}
-		if err := c.Set(flagName, value); err != nil {
+		// By its first name: urfave/cli keeps a value for each of a flag's
+		// names, and the commands read the first.
+		if err := c.Set(f.Names()[0], value); err != nil {
 			return nil, usagef(c, "invalid value %q for flag %s: %v", value, arg, err)
 		}
 	}

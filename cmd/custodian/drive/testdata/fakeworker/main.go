@@ -31,7 +31,8 @@
 // valid output, then sleeps for ever), exit:N, slow:SECONDS (valid after a
 // sleep), usage-limit:SECONDS (the CLI's usage-limit messages with a reset
 // time SECONDS ahead; status 1 and no output), spawn-and-hang (starts a
-// child in its process group that ignores SIGTERM and sleeps, then hangs).
+// child in its process group that ignores SIGTERM and sleeps, then hangs),
+// say:TEXT (valid, replying TEXT as its final message).
 package main
 
 import (
@@ -273,6 +274,14 @@ func behave(b, job string, p engine.Prompt, cli dialect) (int, error) {
 		return 0, finish(cli, p.Problem, "# Problem\n\nThe input file cannot be read.\n")
 	case b == "nothing":
 		cli.finish("I wrote nothing.")
+		return 0, nil
+	case name == "say":
+		// The reply is the worker's own text, which custodian keeps and
+		// shows: a hostile worker's, for the pages' tests.
+		if err := os.WriteFile(p.Output, []byte(valid), 0o644); err != nil {
+			return 0, err
+		}
+		cli.finish(arg)
 		return 0, nil
 	case b == "hang-after-output":
 		if err := os.WriteFile(p.Output, []byte(valid), 0o644); err != nil {
