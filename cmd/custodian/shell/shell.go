@@ -64,6 +64,7 @@ func New(reg *workflow.Registry, stdout, stderr io.Writer) *cli.App {
 			logCommand(reg),
 			graphCommand(reg),
 			viewCommand(reg),
+			serveCommand(reg),
 			runsCommand(reg),
 			trialCommand(reg),
 			definitionsCommand(reg),

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// serving is a custodian serve in the background.
+type serving struct {
+	cmd    *exec.Cmd
+	url    string
+	stderr bytes.Buffer
+}
+
+// startServe starts `serve args...` with bin and returns once it prints
+// where it listens.
+func startServe(t *testing.T, bin string, args ...string) *serving {
+	t.Helper()
+	s := &serving{cmd: exec.Command(bin, append([]string{"serve"}, args...)...)}
+	stdout, err := s.cmd.StdoutPipe()
+	require.NoError(t, err)
+	s.cmd.Stderr = &s.stderr
+	require.NoError(t, s.cmd.Start())
+	t.Cleanup(func() {
+		_ = s.cmd.Process.Kill()
+		_ = s.cmd.Wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err, "serve printed no address: %s", s.stderr.String())
+	m := regexp.MustCompile(`^serving (http://127\.0\.0\.1:\d+/)\n$`).FindStringSubmatch(line)
+	require.NotNil(t, m, "serve printed %q", line)
+	s.url = m[1]
+	return s
+}
+
+func TestServeFollowsALiveDriveInABrowser(t *testing.T) {
+	chromium(t)
+	root := t.TempDir()
+	dir := fanoutRun(t, root, 6)
+	plan := map[string][]string{}
+	for i := 1; i <= 6; i++ {
+		plan["j"+strconv.Itoa(i)] = []string{"slow:1"}
+	}
+	plan["j3"] = []string{"slow:1", "valid"}
+	s := startServe(t, variantBinaries["fanout"], root)
+	h := newHarness(t, plan)
+	d := startDriveWith(t, variantBinaries["fanout"], h, dir, "claude", "--max-parallel", "2")
+
+	// Open the page while the first round's workers run.
+	require.Eventually(t, func() bool {
+		st := redefOK(t, "fanout", "status", dir)
+		return strings.Contains(st, "last step: 1,")
+	}, 20*time.Second, 50*time.Millisecond, "the drive's first step")
+	page := s.url + "run?" + url.Values{"path": {dir}}.Encode()
+	b := openDevtools(t, page)
+	require.True(t, b.await(`document.getElementById("run") !== null`, 20*time.Second), "the page did not load")
+	loaded := b.eval(`document.getElementById("run").dataset.step`)
+	assert.Equal(t, `"1"`, loaded)
+	assert.Equal(t, "null", b.eval(`document.getElementById("run").dataset.loadedStep ?? null`), "the page as first loaded")
+
+	// The drive ends with a step the page shows without a reload: the main
+	// element was replaced, and keeps the step it was first loaded at.
+	require.True(t, b.await(`document.getElementById("run").dataset.step === "2"`, 40*time.Second),
+		"the page never showed step 2; the drive printed %s", d.stdout.String())
+	assert.Equal(t, `"1"`, b.eval(`document.getElementById("run").dataset.loadedStep`))
+	var jobs map[string]string
+	require.NoError(t, json.Unmarshal([]byte(b.eval(
+		`Object.fromEntries([...document.querySelectorAll("details.job")].map(e => [e.dataset.job, e.dataset.state]))`)), &jobs))
+	assert.Equal(t, map[string]string{"j1": "accepted", "j2": "accepted", "j3": "accepted", "j4": "accepted", "j5": "accepted", "j6": "accepted"}, jobs)
+
+	// The index lists the run, and follows it too.
+	b.call(b.session, "Page.navigate", map[string]any{"url": s.url}, nil)
+	require.True(t, b.await(`document.querySelector('tr[data-state="done"]') !== null`, 20*time.Second), "the index does not show the run done")
+	<-d.done
+}
+
+func TestServeListensOnLoopbackUnlessToldAndEndsAtASignal(t *testing.T) {
+	root := t.TempDir()
+	ok(t, "trial", "setup", "clean", "--run", filepath.Join(root, "clean"))
+
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		s := startServe(t, binary, root)
+		resp, err := http.Get(s.url + "runs.json")
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+		resp, err = http.Post(s.url, "text/plain", strings.NewReader("x"))
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+		require.NoError(t, s.cmd.Process.Signal(sig))
+		require.NoError(t, s.cmd.Wait(), "serve ends at %s with exit 0: %s", sig, s.stderr.String())
+		assert.Empty(t, s.stderr.String())
+	}
+
+	r := run(t, binary, nil, "serve", root, "--addr", ":0")
+	assert.Equal(t, 2, r.code, "an address without a host would listen on every interface")
+	assert.Contains(t, r.stderr, "custodian: serve: --addr \":0\" names no host")
+
+	s := exec.Command(binary, "serve", root, "--addr", "0.0.0.0:0")
+	var stdout, stderr bytes.Buffer
+	s.Stdout, s.Stderr = &stdout, &stderr
+	require.NoError(t, s.Start())
+	require.Eventually(t, func() bool { return strings.Contains(stdout.String(), "serving http://") }, 10*time.Second, 20*time.Millisecond)
+	require.NoError(t, s.Process.Signal(syscall.SIGINT))
+	require.NoError(t, s.Wait())
+	assert.Contains(t, stderr.String(), "custodian: warning: serving on 0.0.0.0:")
+	assert.Contains(t, stderr.String(), "anyone who reaches this address can read the runs")
+}
