@@ -200,3 +200,15 @@ func TestAuthoringQuotesTheCode(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, quotes, 5, "the worked example is quoted from its source")
 }
+
+// The README's Mermaid is what custodian graph draws of the trial run's
+// problem scenario (package picture's golden file), and its picture is
+// there.
+func TestReadmeShowsTheTrialRunsPictures(t *testing.T) {
+	readme := read(t, filepath.Join("..", "README.md"))
+	mermaid := read(t, filepath.Join("..", "picture", "testdata", "trial-problem.mmd"))
+	assert.Contains(t, readme, "```mermaid\n"+mermaid+"```\n")
+	assert.Contains(t, readme, "](docs/view.png)")
+	png := read(t, "view.png")
+	assert.True(t, strings.HasPrefix(png, "\x89PNG\r\n\x1a\n"), "docs/view.png is a PNG")
+}
