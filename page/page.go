@@ -49,7 +49,7 @@ type Run struct {
 	Graph   engine.Graph
 	Stories []engine.JobStory
 	// SVG is the graph laid out (picture.SVG), put on the page as it is:
-	// Graphviz writes every text of it escaped.
+	// picture writes every text of it escaped.
 	SVG []byte
 	// Link makes the address of a file of the run from its absolute path:
 	// a relative link beside view's file, one of serve's own routes for a
@@ -128,7 +128,7 @@ func indexData(x Index) indexPage {
 // runPage is a run's page as its template reads it.
 type runPage struct {
 	Run
-	SVGHTML  template.HTML // the SVG element of SVG, without the XML prolog
+	SVGHTML  template.HTML // SVG, trusted as picture's own markup
 	Jobs     []jobPart
 	Timeline timeline
 	Step     int // the last step's number, 0 before the first
@@ -169,11 +169,7 @@ func runData(r Run) runPage {
 		r.Link = func(string) string { return "" }
 	}
 	p := runPage{Run: r}
-	if i := strings.Index(string(r.SVG), "<svg"); i >= 0 {
-		// Graphviz escapes every text it writes; the prolog and its
-		// doctype belong to a file of its own, not to an HTML page.
-		p.SVGHTML = template.HTML(r.SVG[i:])
-	}
+	p.SVGHTML = template.HTML(r.SVG)
 	if r.Status.Last != nil {
 		p.Step = r.Status.Last.Step
 	}

@@ -66,3 +66,26 @@ func finishedFanout(b *testing.B, jobs int) *engine.Run {
 	step(engine.KindDone)
 	return o
 }
+
+// BenchmarkSVG measures the picture of `custodian view`: the layout and
+// its SVG, of a graph read once. The budget is the page's: a 10,000-job
+// run drawn whole (--all) in a few seconds at most, grouped at once.
+func BenchmarkSVG(b *testing.B) {
+	for _, jobs := range []int{100, 10000} {
+		o := finishedFanout(b, jobs)
+		g, err := o.Graph()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, opt := range []picture.Options{{}, {All: true}} {
+			b.Run("N="+strconv.Itoa(jobs)+"/all="+strconv.FormatBool(opt.All), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if err := picture.SVG(io.Discard, g, opt); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

@@ -1,7 +1,7 @@
 // Package picture draws a run's graph (engine.Graph): as Mermaid, which a
 // GitHub page renders from Markdown, as Graphviz's DOT, and as SVG laid
-// out by Graphviz's dot, which runs in this process (github.com/goccy/go-graphviz,
-// compiled to WebAssembly: no cgo, no program to install).
+// out here in layers, left to right, as Graphviz's dot lays graphs out
+// (layout.go), for the pages of `custodian view` and `serve`.
 //
 // Everything in a picture that comes from a run (a job's name, a path) is
 // text from an untrusted source: each format's writer escapes it so that it

@@ -2,7 +2,6 @@ package picture_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/xml"
 	"flag"
 	"fmt"
@@ -82,6 +81,7 @@ func TestGoldenPictures(t *testing.T) {
 			dot := draw(t, func(b *bytes.Buffer) error { return picture.DOT(b, tc.g, tc.opt) })
 			golden(t, tc.name+".mmd", mermaid)
 			golden(t, tc.name+".dot", dot)
+			golden(t, tc.name+".svg", draw(t, func(b *bytes.Buffer) error { return picture.SVG(b, tc.g, tc.opt) }))
 			assert.Equal(t, mermaid, draw(t, func(b *bytes.Buffer) error { return picture.Mermaid(b, tc.g, tc.opt) }), "the same graph, the same picture")
 		})
 	}
@@ -215,12 +215,11 @@ func dotLabel(s string) string {
 func TestSVGWritesEveryNameAsText(t *testing.T) {
 	g := named("<script>alert(1)</script>", "b")
 	g.Nodes = append(g.Nodes, engine.GraphNode{Subject: "plain-job", State: engine.NodeAccepted, Attempts: 1})
-	svg, err := picture.SVG(context.Background(), g, picture.Options{})
-	require.NoError(t, err)
-	assert.True(t, bytes.HasPrefix(bytes.TrimSpace(svg), []byte("<?xml")), "%.80s", svg)
-	assert.NotContains(t, string(svg), "<script")
-	assert.Contains(t, string(svg), "&lt;script&gt;alert(1)&lt;/script&gt;")
-	ids, hrefs := svgAttributes(t, svg)
+	svg := draw(t, func(b *bytes.Buffer) error { return picture.SVG(b, g, picture.Options{}) })
+	assert.True(t, strings.HasPrefix(svg, "<svg "), "%.80s", svg)
+	assert.NotContains(t, svg, "<script")
+	assert.Contains(t, svg, "&lt;script&gt;alert(1)&lt;/script&gt;")
+	ids, hrefs := svgAttributes(t, []byte(svg))
 	assert.Contains(t, ids, "job-node-plain-job", "a job's node can be found by its name")
 	assert.Equal(t, []string{"#job-b", "#job-plain-job"}, hrefs, "only a name the engine allows is linked")
 }
@@ -253,4 +252,63 @@ func svgAttributes(t *testing.T, svg []byte) (ids, hrefs []string) {
 			}
 		}
 	}
+}
+
+// svgElements are the only elements an SVG of a run holds.
+var svgElements = map[string]bool{"svg": true, "defs": true, "marker": true, "path": true, "a": true, "g": true, "title": true, "rect": true, "text": true}
+
+// FuzzSVG reads what SVG writes as a browser's XML parser would: whatever a
+// name holds, the picture is well-formed, holds only its own elements and
+// no handler, and the name reads back as its text.
+func FuzzSVG(f *testing.F) {
+	for _, s := range hostile {
+		f.Add(s, "b")
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		if a == b {
+			t.Skip("a graph names each job once")
+		}
+		out := draw(t, func(w *bytes.Buffer) error { return picture.SVG(w, named(a, b), picture.Options{}) })
+		dec := xml.NewDecoder(strings.NewReader(out))
+		var texts []string
+		inText := false
+		for {
+			tok, err := dec.Token()
+			if err == io.EOF {
+				break
+			}
+			require.NoError(t, err, "%s", out)
+			switch tok := tok.(type) {
+			case xml.StartElement:
+				require.True(t, svgElements[tok.Name.Local], "an element of its own: %s", tok.Name.Local)
+				for _, attr := range tok.Attr {
+					require.False(t, strings.HasPrefix(strings.ToLower(attr.Name.Local), "on"), "a handler: %s", attr.Name.Local)
+				}
+				if inText = tok.Name.Local == "text"; inText {
+					texts = append(texts, "")
+				}
+			case xml.CharData:
+				if inText {
+					texts[len(texts)-1] += string(tok)
+				}
+			case xml.EndElement:
+				inText = false
+			}
+		}
+		require.Len(t, texts, 4, "two lines for each job")
+		assert.Equal(t, xmlText(a), texts[0])
+	})
+}
+
+// xmlText is what an SVG's text shows of s: a character XML cannot hold,
+// or invalid UTF-8, as the replacement character.
+func xmlText(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if !(r == 0x09 || r == 0x0a || r == 0x0d || r >= 0x20 && r <= 0xd7ff || r >= 0xe000 && r <= 0xfffd || r >= 0x10000 && r <= 0x10ffff) {
+			r = '\ufffd'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

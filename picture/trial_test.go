@@ -14,7 +14,7 @@ import (
 )
 
 // The trial run at each scenario's end, driven in process by the scripted
-// agent orchestrator, drawn as Mermaid and DOT. The uncertain scenario ends
+// agent orchestrator, drawn as Mermaid, DOT and SVG. The uncertain scenario ends
 // a process inside an effect and the busy one steps in the background, so
 // cmd/custodian draws those two through the binary.
 func TestGoldenPicturesOfTheTrialScenarios(t *testing.T) {
@@ -32,11 +32,13 @@ func TestGoldenPicturesOfTheTrialScenarios(t *testing.T) {
 
 			g, err := o.Graph()
 			require.NoError(t, err)
-			var mermaid, dot bytes.Buffer
+			var mermaid, dot, svg bytes.Buffer
 			require.NoError(t, picture.Mermaid(&mermaid, g, picture.Options{}))
 			require.NoError(t, picture.DOT(&dot, g, picture.Options{}))
+			require.NoError(t, picture.SVG(&svg, g, picture.Options{}))
 			golden(t, "trial-"+scenario+".mmd", mermaid.String())
 			golden(t, "trial-"+scenario+".dot", dot.String())
+			golden(t, "trial-"+scenario+".svg", svg.String())
 		})
 	}
 }

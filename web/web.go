@@ -12,7 +12,6 @@ package web
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
@@ -182,17 +181,17 @@ func (s *Server) withRun(h func(w http.ResponseWriter, r *http.Request, o *engin
 }
 
 // runData reads the run's page, with links to the server's own routes.
-func runData(ctx context.Context, o *engine.Run, live bool) (page.Run, error) {
+func runData(o *engine.Run, live bool) (page.Run, error) {
 	ov, err := o.Overview()
 	if err != nil {
 		return page.Run{}, err
 	}
-	svg, err := picture.SVG(ctx, ov.Graph, picture.Options{})
-	if err != nil {
+	var svg bytes.Buffer
+	if err := picture.SVG(&svg, ov.Graph, picture.Options{}); err != nil {
 		return page.Run{}, err
 	}
 	q := url.Values{"path": {o.Dir()}}.Encode()
-	p := page.Run{Status: ov.Status, Graph: ov.Graph, Stories: ov.Stories, SVG: svg, Made: time.Now(),
+	p := page.Run{Status: ov.Status, Graph: ov.Graph, Stories: ov.Stories, SVG: svg.Bytes(), Made: time.Now(),
 		Link: func(abs string) string {
 			rel, err := filepath.Rel(o.Dir(), abs)
 			if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
@@ -207,7 +206,7 @@ func runData(ctx context.Context, o *engine.Run, live bool) (page.Run, error) {
 }
 
 func (s *Server) runPage(w http.ResponseWriter, r *http.Request, o *engine.Run) {
-	p, err := runData(r.Context(), o, true)
+	p, err := runData(o, true)
 	if err != nil {
 		fail(w, err)
 		return
@@ -216,7 +215,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request, o *engine.Run) 
 }
 
 func (s *Server) runMain(w http.ResponseWriter, r *http.Request, o *engine.Run) {
-	p, err := runData(r.Context(), o, false)
+	p, err := runData(o, false)
 	if err != nil {
 		fail(w, err)
 		return

@@ -94,3 +94,26 @@ func TestViewNeedsAPageFile(t *testing.T) {
 	page := ok(t, "view", dir, "-o", "-")
 	assert.True(t, strings.HasPrefix(page, "<!DOCTYPE html>"), "%.40s", page)
 }
+
+// No command writes beside the run, nor reads code from a shared place:
+// a library that caches in $TMPDIR (go-graphviz compiled its WebAssembly
+// there in every process) would show here.
+func TestCommandsWriteNothingInTheTemporaryDirectory(t *testing.T) {
+	tmp := t.TempDir()
+	env := []string{"TMPDIR=" + tmp}
+	dir := filepath.Join(t.TempDir(), "run")
+	for _, args := range [][]string{
+		{"trial", "setup", "clean", "--run", dir},
+		{"step", dir},
+		{"status", dir},
+		{"graph", dir},
+		{"view", dir, "-o", "-"},
+		{"version"},
+	} {
+		r := run(t, binary, env, args...)
+		require.Equal(t, 0, r.code, "%v: %s", args, r.stderr)
+	}
+	entries, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	assert.Empty(t, entries)
+}

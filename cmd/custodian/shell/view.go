@@ -23,9 +23,9 @@ func viewCommand(reg *workflow.Registry) *cli.Command {
 		Name:      "view",
 		Usage:     "write the run's page: one self-contained HTML file with its graph, timeline and every job's attempts; read-only",
 		ArgsUsage: "RUN -o FILE [--all]",
-		Description: "The page needs no network and no other file: its style is inline and its graph is SVG, laid out by\n" +
-			"Graphviz's dot. It links to the run's prompt files, kept files and launch evidence by paths relative\n" +
-			"to FILE. Everything from the run is written as text. -o - writes the page to stdout, with links\n" +
+		Description: "The page needs no network and no other file: its style is inline and its graph is SVG, laid out in\n" +
+			"layers as Graphviz's dot lays graphs out. It links to the run's prompt files, kept files and launch\n" +
+			"evidence by paths relative to FILE. Everything from the run is written as text. -o - writes the page to stdout, with links\n" +
 			"relative to the working directory. View takes no lock and writes nothing in the run.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "the page's file, `FILE`; - for stdout"},
@@ -48,7 +48,7 @@ func viewCommand(reg *workflow.Registry) *cli.Command {
 				out, base = abs, filepath.Dir(abs)
 			}
 			return func(o *engine.Run) error {
-				r, err := runPage(c, o, picture.Options{All: c.Bool("all")})
+				r, err := runPage(o, picture.Options{All: c.Bool("all")})
 				if err != nil {
 					return err
 				}
@@ -72,16 +72,16 @@ func viewCommand(reg *workflow.Registry) *cli.Command {
 }
 
 // runPage reads what the run's page shows, and lays out its graph.
-func runPage(c *cli.Context, o *engine.Run, opt picture.Options) (page.Run, error) {
+func runPage(o *engine.Run, opt picture.Options) (page.Run, error) {
 	ov, err := o.Overview()
 	if err != nil {
 		return page.Run{}, err
 	}
-	svg, err := picture.SVG(c.Context, ov.Graph, opt)
-	if err != nil {
+	var svg bytes.Buffer
+	if err := picture.SVG(&svg, ov.Graph, opt); err != nil {
 		return page.Run{}, err
 	}
-	return page.Run{Status: ov.Status, Graph: ov.Graph, Stories: ov.Stories, SVG: svg, Made: time.Now()}, nil
+	return page.Run{Status: ov.Status, Graph: ov.Graph, Stories: ov.Stories, SVG: svg.Bytes(), Made: time.Now()}, nil
 }
 
 // relativeLink makes links to a run's files relative to the directory
