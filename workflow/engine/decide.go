@@ -53,8 +53,9 @@ type textFile struct {
 }
 
 // decide replays the definition against the records in rec and plans the
-// step. journal writes an effect's journal while the effect runs.
-func (run *Run) decide(rec *loaded, journal func(string, *store.Effect) error) (*plan, error) {
+// step. journal writes an effect's journal while the effect runs; running
+// are the hand-outs a drive holds, which the step leaves alone.
+func (run *Run) decide(rec *loaded, journal func(string, *store.Effect) error, running map[string]int) (*plan, error) {
 	limits, err := limits(run.def, withDefaults(run.def, run.params))
 	if err != nil {
 		return nil, err
@@ -69,6 +70,7 @@ func (run *Run) decide(rec *loaded, journal func(string, *store.Effect) error) (
 	}
 	r := newReplay(run, rec, limits)
 	r.journal = journal
+	r.running = running
 	r.play()
 	if r.ruleErr != nil {
 		return nil, r.ruleErr
@@ -238,9 +240,10 @@ func (run *Run) decideReplayed(r *replay, reports []store.Report) (*plan, error)
 	switch {
 	case len(blocks) > 0:
 		out = Outcome{Kind: KindBlocked, Blocks: blocks}
-	case len(h.launch) > 0:
+	case len(h.launch) > 0 || len(h.running) > 0:
+		// Work is out: what the step hands out, and what it left running.
 		sort.Slice(h.launch, func(i, j int) bool { return h.launch[i].Name < h.launch[j].Name })
-		out = Outcome{Kind: KindLaunch, Jobs: h.launch}
+		out = Outcome{Kind: KindLaunch, Jobs: h.launch, Running: slices.Sorted(slices.Values(h.running))}
 	}
 	return &plan{
 		outcome: out,
@@ -337,6 +340,7 @@ type handouts struct {
 	prompts []textFile
 	events  []store.Event
 	parents []string // the outputs handed out
+	running []string // the hand-outs left running
 }
 
 // plan plans every job's part: the events of its judgment; for a block,
@@ -360,6 +364,10 @@ func (h *handouts) plan(o *Run, r *replay, handingOut bool) error {
 			h.events = append(h.events, store.Event{Type: store.EventCarry, Subject: name, Text: n.carriedFrom})
 		}
 		switch {
+		case n.verdict == verdictRunning:
+			// The step's event says so, in its outcome: one line of the
+			// history for all of them, not one a job at every step.
+			h.running = append(h.running, name)
 		case n.verdict == verdictBlocked:
 			for _, rel := range n.block.keep {
 				m, err := h.keep(r, name, rel)
@@ -448,9 +456,11 @@ func (h *handouts) handOut(o *Run, r *replay, n *named) {
 	})
 }
 
+// hasHandout says whether the replay has work out: a job it hands out, or
+// one it left running.
 func hasHandout(r *replay) bool {
 	for _, n := range r.order {
-		if n.verdict == verdictHandout {
+		if n.verdict == verdictHandout || n.verdict == verdictRunning {
 			return true
 		}
 	}

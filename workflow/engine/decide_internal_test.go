@@ -59,7 +59,7 @@ func TestRun_decideWritesNothingAndNeedsNoLock(t *testing.T) {
 	p, err := o.decide(rec, func(string, *store.Effect) error {
 		t.Fatal("the decision journaled an effect")
 		return nil
-	})
+	}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, before, snapshot(t, dir), "the decision wrote")
 	assert.Equal(t, KindLaunch, p.outcome.Kind)

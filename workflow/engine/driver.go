@@ -216,6 +216,31 @@ func (run *Run) clearRound(rec *loaded, self Process) error {
 	return run.records.SaveRound("round", &store.Round{Step: rd.Step, Host: rd.Host})
 }
 
+// keepRound lets the drive self step beside the workers of its round that
+// still run: each must work on a hand-out the drive holds (running), or
+// the step is refused as any step beside live workers is. The round stays
+// as it is.
+func (run *Run) keepRound(rec *loaded, self Process, running map[string]int) error {
+	rd := rec.round
+	if rd == nil {
+		return nil
+	}
+	if alive, elsewhere := liveDriver(rd); alive && rd.Driver != self {
+		return &DriverAliveError{Run: run.records.Dir, Host: rd.Host, Driver: rd.Driver, Elsewhere: elsewhere}
+	}
+	workers, elsewhere := liveWorkers(rd)
+	var loose []Lease
+	for _, w := range workers {
+		if a, ok := running[w.Job]; !ok || a != w.Attempt || elsewhere {
+			loose = append(loose, w)
+		}
+	}
+	if len(loose) > 0 {
+		return &WorkersAliveError{Run: run.records.Dir, Host: rd.Host, Workers: loose, Elsewhere: elsewhere}
+	}
+	return nil
+}
+
 // Driver is a run as the custodian drive that drives it holds it: the
 // drive's own steps, launches and records go through, and every other
 // loop's steps and drives are refused while the drive lives. It keeps the
@@ -233,7 +258,20 @@ func (run *Run) Driver(self Process) *Driver { return &Driver{run: run, self: se
 
 // Step is Run.Step, taken by the drive: a round the drive has in flight
 // does not refuse it.
-func (d *Driver) Step() (Outcome, error) { return d.run.step(d.self) }
+func (d *Driver) Step() (Outcome, error) { return d.run.step(d.self, nil) }
+
+// StepLeaving is Step beside the drive's workers that still run: running
+// are the hand-outs the drive holds (job → attempt), a worker of each
+// running or waiting for a place under --max-parallel. The step leaves
+// each alone: it is neither judged, nor charged, nor handed out again, and
+// a path that waits on it ends there; the outputs of the workers that
+// ended are judged and what became ready is handed out. The step's
+// history says which hand-outs it left running, and its outcome lists
+// them (Outcome.Running). A job that is no longer out at that attempt is
+// judged as any other.
+func (d *Driver) StepLeaving(running map[string]int) (Outcome, error) {
+	return d.run.step(d.self, running)
+}
 
 // Report is Run.Report, made by the drive, which another loop's report is
 // refused beside.

@@ -33,6 +33,11 @@ func (r *replay) judge(n *named) error {
 			what: []string{"a new job in a finished run: the next step would hand it out"}})
 	}
 	js := n.js
+	if a, ok := r.running[name]; ok && js.Outstanding != nil && attempt(js) == a {
+		// Its worker may be writing its output now: judged once it ends.
+		n.verdict = verdictRunning
+		return nil
+	}
 	if t := js.Trouble; t != nil && t.Stopped != nil {
 		n.verdict = verdictStopped
 		n.block = &jobBlock{kind: BlockKind(t.Stopped.Kind), reason: t.Stopped.Reason, permitted: PermitStop, record: t.Stopped.Record}

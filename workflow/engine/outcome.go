@@ -31,6 +31,9 @@ type Outcome struct {
 	Jobs    []Handout // launch: the jobs to launch, sorted by name
 	Blocks  []Block   // blocked, uncertain: every block, in a stable order
 	Effects []EffectState
+	// Running are the jobs a drive's step left running, sorted: only
+	// custodian drive's own steps leave any (launch).
+	Running []string
 }
 
 // Handout is one job handed out for launch: one attempt.
@@ -120,7 +123,8 @@ func (o Outcome) MarshalJSON() ([]byte, error) {
 		return json.Marshal(struct {
 			Outcome Kind      `json:"outcome"`
 			Jobs    []Handout `json:"jobs"`
-		}{o.Kind, nonNil(o.Jobs)})
+			Running []string  `json:"running,omitempty"`
+		}{o.Kind, nonNil(o.Jobs), o.Running})
 	case KindBlocked:
 		return json.Marshal(struct {
 			Outcome Kind    `json:"outcome"`
@@ -157,6 +161,7 @@ func (o *Outcome) UnmarshalJSON(data []byte) error {
 		Jobs    []Handout     `json:"jobs"`
 		Blocks  []Block       `json:"blocks"`
 		Effects []EffectState `json:"effects"`
+		Running []string      `json:"running"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -166,7 +171,7 @@ func (o *Outcome) UnmarshalJSON(data []byte) error {
 	if !v.Outcome.known() {
 		return fmt.Errorf("unknown outcome %q", v.Outcome)
 	}
-	*o = Outcome{Kind: v.Outcome, Jobs: nilIfEmpty(v.Jobs), Blocks: nilIfEmpty(v.Blocks), Effects: nilIfEmpty(v.Effects)}
+	*o = Outcome{Kind: v.Outcome, Jobs: nilIfEmpty(v.Jobs), Blocks: nilIfEmpty(v.Blocks), Effects: nilIfEmpty(v.Effects), Running: nilIfEmpty(v.Running)}
 	return nil
 }
 

@@ -59,6 +59,10 @@ type replay struct {
 	foreseen []CheckItem
 	maps     []Map // paths outside the run, recorded at Old, found at New
 
+	// running are the hand-outs a drive holds, job → attempt: a worker of
+	// each runs, or waits for a place. The step leaves them alone.
+	running map[string]int
+
 	// endIn names an effect in which the step ends as a crash would: after
 	// journaling its start, and after its do when endAfterDo.
 	endIn      string
@@ -78,6 +82,9 @@ const (
 	verdictHandout
 	verdictBlocked
 	verdictStopped
+	// verdictRunning: a hand-out a drive's worker works on, left alone:
+	// neither judged, nor charged, nor handed out again.
+	verdictRunning
 )
 
 // named is a job named in this step, and its judgment.

@@ -17,16 +17,22 @@ import (
 // A step consumes a round: it assumes every worker launched after the last
 // step has finished or failed to start, so a hand-out without an output is
 // a failed attempt.
-func (run *Run) Step() (Outcome, error) { return run.step(Process{}) }
+func (run *Run) Step() (Outcome, error) { return run.step(Process{}, nil) }
 
 // step is Step, taken by the drive self, or by no drive (the zero
-// Process).
-func (run *Run) step(self Process) (Outcome, error) {
+// Process). running are the hand-outs the drive holds, job → attempt: a
+// worker of each runs, or waits for a free place; the step leaves them
+// alone.
+func (run *Run) step(self Process, running map[string]int) (Outcome, error) {
 	var out Outcome
 	err := run.locked(func(rec *loaded) error {
 		// A worker a drive launched that still runs may yet write its
 		// output: judging its round now would count it failed.
-		if err := run.clearRound(rec, self); err != nil {
+		if len(running) > 0 {
+			if err := run.keepRound(rec, self, running); err != nil {
+				return err
+			}
+		} else if err := run.clearRound(rec, self); err != nil {
 			return err
 		}
 		if len(rec.state.Moves) > 0 {
@@ -45,7 +51,7 @@ func (run *Run) step(self Process) (Outcome, error) {
 				return nil
 			}
 		}
-		p, err := run.decide(rec, run.records.SaveEffect)
+		p, err := run.decide(rec, run.records.SaveEffect, running)
 		if err != nil {
 			return err
 		}
