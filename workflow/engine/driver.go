@@ -279,34 +279,58 @@ func (d *Driver) Report(event, job, text string) (Report, error) {
 	return d.run.report(d.self, event, job, text)
 }
 
-// Unlaunched returns the hand-outs of the last step that no launch is
-// recorded for and that have no output: a round that `custodian step` by
-// hand, or a harness session that stopped, handed out, which the drive
-// launches before it steps rather than let the step charge them. It takes
-// no lock and writes nothing.
+// Unlaunched returns the hand-outs still out that no launch is recorded
+// for and that have no output: a round that `custodian step` by hand, or a
+// harness session that stopped, handed out, or hand-outs a drive that was
+// killed had queued, which the drive launches before it steps rather than
+// let the step charge them. Each is as the step that handed it out gave
+// it, sorted by name. It takes no lock and writes nothing.
 func (d *Driver) Unlaunched() ([]Handout, error) {
 	rec, err := d.run.read()
 	if err != nil {
 		return nil, err
 	}
-	last, err := d.run.lastOutcome(rec.state)
-	if err != nil || last == nil || last.Kind != KindLaunch {
-		return nil, err
+	want := map[string]int{}
+	for name, js := range rec.state.Jobs {
+		if o := js.Outstanding; o != nil && len(o.Launches) == 0 && o.Spare == "" {
+			want[name] = attempt(js)
+		}
+	}
+	if rd := rec.round; rd != nil {
+		for _, w := range rd.Workers {
+			delete(want, w.Job) // leased: a worker was launched for it
+		}
 	}
 	var out []Handout
-	for _, h := range last.Jobs {
-		js := rec.state.Jobs[h.Name]
-		if js == nil || js.Outstanding == nil || attempt(js) != h.Attempt || len(js.Outstanding.Launches) > 0 || js.Outstanding.Spare != "" {
-			continue
-		}
-		info, err := d.run.records.Stat(d.run.records.Rel(h.Output))
+	// A drive's steps hand out as workers end: a hand-out may be older
+	// than the last step.
+	for seq := rec.state.Seq; seq > 0 && len(want) > 0; seq-- {
+		events, err := d.run.records.HistoryOf(seq)
 		if err != nil {
 			return nil, err
 		}
-		if info.Kind == store.Missing {
-			out = append(out, h)
+		if len(events) == 0 || events[0].Type != store.EventStep {
+			continue
+		}
+		step, err := d.run.eventOutcome(events[0])
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range step.Jobs {
+			if a, ok := want[h.Name]; !ok || a != h.Attempt {
+				continue
+			}
+			delete(want, h.Name)
+			info, err := d.run.records.Stat(d.run.records.Rel(h.Output))
+			if err != nil {
+				return nil, err
+			}
+			if info.Kind == store.Missing {
+				out = append(out, h)
+			}
 		}
 	}
+	slices.SortFunc(out, func(a, b Handout) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 

@@ -121,3 +121,27 @@ func TestStep_withoutADriveJudgesTheRoundAsOver(t *testing.T) {
 	assert.Empty(t, out.Running)
 	assert.Equal(t, 1, h.state().Jobs["audit-y"].Trouble.Failures)
 }
+
+// A drive killed with hand-outs queued leaves them unlaunched, some older
+// than the last step: the next drive launches every one of them.
+func TestUnlaunched_findsHandoutsOlderThanTheLastStep(t *testing.T) {
+	h := startRun(t, pipelines(), source)
+	first := h.launch("audit-x", "audit-y")
+	d := driving(t, h, process(t, true))
+	require.NoError(t, d.BeginRound())
+	require.NoError(t, d.Lease(engine.Lease{Job: "audit-x", Attempt: 1, Launch: 1, Process: process(t, false)}))
+	writeFile(t, first["audit-x"].Output, validText)
+	_, err := d.RecordLaunch(&engine.Launch{Job: "audit-x", Attempt: 1, Launch: 1, Outcome: "finished"}, nil, nil)
+	require.NoError(t, err)
+	out, err := d.StepLeaving(map[string]int{"audit-y": 1})
+	require.NoError(t, err)
+	require.Equal(t, []string{"follow-x"}, names(out))
+	require.NoError(t, d.End(), "killed: nothing queued is recorded")
+
+	next := driving(t, h, process(t, false))
+	unlaunched, err := next.Unlaunched()
+	require.NoError(t, err)
+	require.Len(t, unlaunched, 2)
+	assert.Equal(t, first["audit-y"], unlaunched[0], "as step 1 handed it out")
+	assert.Equal(t, out.Jobs[0], unlaunched[1])
+}
