@@ -60,7 +60,7 @@ func TestServeFollowsALiveDriveInABrowser(t *testing.T) {
 	h := newHarness(t, plan)
 	d := startDriveWith(t, variantBinaries["fanout"], h, dir, "claude", "--max-parallel", "2")
 
-	// Open the page while the first round's workers run.
+	// Open the page while the first workers run.
 	require.Eventually(t, func() bool {
 		st := redefOK(t, "fanout", "status", dir)
 		return strings.Contains(st, "last step: 1,")
@@ -72,11 +72,14 @@ func TestServeFollowsALiveDriveInABrowser(t *testing.T) {
 	assert.Equal(t, `"1"`, loaded)
 	assert.Equal(t, "null", b.eval(`document.getElementById("run").dataset.loadedStep ?? null`), "the page as first loaded")
 
-	// The drive ends with a step the page shows without a reload: the main
-	// element was replaced, and keeps the step it was first loaded at.
-	require.True(t, b.await(`document.getElementById("run").dataset.step === "2"`, 40*time.Second),
-		"the page never showed step 2; the drive printed %s", d.stdout.String())
+	// The drive's later steps, one as each worker ends, show without a
+	// reload: the main element was replaced, and keeps the step it was
+	// first loaded at.
+	const allAccepted = `document.querySelectorAll('details.job[data-state="accepted"]').length === 6`
+	require.True(t, b.await(allAccepted, 40*time.Second),
+		"the page never showed every job accepted; the drive printed %s", d.stdout.String())
 	assert.Equal(t, `"1"`, b.eval(`document.getElementById("run").dataset.loadedStep`))
+	assert.Equal(t, "true", b.eval(`Number(document.getElementById("run").dataset.step) > 2`), "a step after the first two shows")
 	var jobs map[string]string
 	require.NoError(t, json.Unmarshal([]byte(b.eval(
 		`Object.fromEntries([...document.querySelectorAll("details.job")].map(e => [e.dataset.job, e.dataset.state]))`)), &jobs))

@@ -14,7 +14,8 @@ import (
 const redrawEvery = 250 * time.Millisecond
 
 // Live is the view for a terminal: a frame redrawn in place that shows the
-// round, how many of its jobs are running, queued, finished and killed,
+// drive's last step, how many of the jobs it handed out are running,
+// queued, finished and killed,
 // each running job's time and last line of output, and a countdown while a
 // usage limit is waited out. Events other than output also go above the
 // frame as plain lines, which stay in the terminal's scrollback.
@@ -113,10 +114,10 @@ func (l *Live) draw() {
 
 // view is the state the live view shows, kept up to date by events.
 type view struct {
-	round       int
-	jobs        []*jobView // the round's jobs, in the order it named them
+	step        int        // the drive's last step
+	jobs        []*jobView // the jobs handed out, in the order they were
 	pausedUntil time.Time
-	step        string // the last step's outcome
+	outcome     string // the last step's outcome
 	// accepted and refused are what the last step judged of the workers'
 	// outputs: a worker that finished may have written one it refused.
 	accepted, refused int
@@ -142,9 +143,9 @@ type jobView struct {
 func (v *view) apply(e Event) {
 	switch e.Kind {
 	case EventRound:
-		v.round, v.jobs = e.Round, nil
+		// Handed out while others run: each joins the view, queued.
 		for _, name := range e.Jobs {
-			v.jobs = append(v.jobs, &jobView{name: name})
+			*v.job(name) = jobView{name: name}
 		}
 	case EventLaunched:
 		*v.job(e.Job) = jobView{name: e.Job, state: running, since: e.Time}
@@ -166,7 +167,7 @@ func (v *view) apply(e Event) {
 	case EventResumed:
 		v.pausedUntil = time.Time{}
 	case EventStep:
-		v.step = e.Outcome
+		v.step, v.outcome = e.Round, e.Outcome
 	case EventDecided:
 		if d := e.Decided; d != nil {
 			v.accepted, v.refused = len(d.Accepted), len(d.Refused)
@@ -176,8 +177,8 @@ func (v *view) apply(e Event) {
 	}
 }
 
-// job returns the job called name, adding it to the round if the round did
-// not name it.
+// job returns the job called name, adding it to the view if it is not
+// there.
 func (v *view) job(name string) *jobView {
 	for _, j := range v.jobs {
 		if j.name == name {
@@ -206,10 +207,14 @@ func (v *view) frame(now time.Time, width, height int) []string {
 			names = max(names, min(cells(j.name), maxNameCells))
 		}
 	}
-	head := fmt.Sprintf("round %d · %d running · %d queued · %d finished · %d killed",
-		v.round, count[running], count[queued], count[finished], count[killed])
-	if v.step != "" {
-		head += " · last step: " + v.step
+	head := fmt.Sprintf("%d running · %d queued · %d finished · %d killed",
+		count[running], count[queued], count[finished], count[killed])
+	if v.outcome != "" {
+		step := "last step"
+		if v.step > 0 {
+			step = fmt.Sprintf("last step %d", v.step)
+		}
+		head += " · " + step + ": " + v.outcome
 		if v.accepted+v.refused > 0 {
 			head += fmt.Sprintf(", %d accepted, %d refused", v.accepted, v.refused)
 		}

@@ -32,7 +32,7 @@ func TestLiveFrame(t *testing.T) {
 		want          []string
 	}{
 		{"before the first round", nil, t0, 80, 24, []string{
-			"round 0 · 0 running · 0 queued · 0 finished · 0 killed",
+			"0 running · 0 queued · 0 finished · 0 killed",
 		}},
 		{"a round under way", []Event{
 			round,
@@ -42,7 +42,7 @@ func TestLiveFrame(t *testing.T) {
 			{Kind: EventLaunchFailed, Job: "notes", Text: "no flag"},
 			{Kind: EventStep, Outcome: "launch"},
 		}, t0.Add(62 * time.Second), 80, 24, []string{
-			"round 2 · 2 running · 1 queued · 0 finished · 1 killed · last step: launch",
+			"2 running · 1 queued · 0 finished · 1 killed · last step: launch",
 			"  assumptions   1:06:02",
 			"  claims           1:02  Reading the text",
 		}},
@@ -52,22 +52,22 @@ func TestLiveFrame(t *testing.T) {
 			{Kind: EventLaunched, Job: "notes"}, {Kind: EventEnded, Job: "notes", Outcome: "timed-out"},
 			{Kind: EventLaunched, Job: "reconcile"}, {Kind: EventEnded, Job: "reconcile", Outcome: "usage-limited"},
 		}, t0, 80, 24, []string{
-			"round 2 · 0 running · 2 queued · 1 finished · 1 killed",
+			"0 running · 2 queued · 1 finished · 1 killed",
 		}},
 		{"paused, with a countdown", []Event{
 			round,
 			{Kind: EventPaused, Until: t0.Add(2*time.Hour + 3*time.Second)},
 		}, t0, 80, 24, []string{
-			"round 2 · 0 running · 4 queued · 0 finished · 0 killed",
+			"0 running · 4 queued · 0 finished · 0 killed",
 			"paused for a usage limit: launching again at 17:00:03, in 2:00:03",
 		}},
 		{"resumed", []Event{
 			round, {Kind: EventPaused, Until: t0.Add(time.Hour)}, {Kind: EventResumed},
 		}, t0, 80, 24, []string{
-			"round 2 · 0 running · 4 queued · 0 finished · 0 killed",
+			"0 running · 4 queued · 0 finished · 0 killed",
 		}},
 		{"interrupted", []Event{round, {Kind: EventInterrupted}}, t0, 80, 24, []string{
-			"round 2 · 0 running · 4 queued · 0 finished · 0 killed",
+			"0 running · 4 queued · 0 finished · 0 killed",
 			"interrupted: ending the workers",
 		}},
 		{"cut to the width", []Event{
@@ -75,7 +75,7 @@ func TestLiveFrame(t *testing.T) {
 			{Kind: EventLaunched, Time: t0, Job: "claims"},
 			{Kind: EventOutput, Job: "claims", Text: strings.Repeat("word ", 20)},
 		}, t0, 30, 24, []string{
-			"round 2 · 1 running · 3 queu…",
+			"1 running · 3 queued · 0 fin…",
 			"  claims      0:00  word wor…",
 		}},
 		{"wide characters take two cells", []Event{
@@ -83,7 +83,7 @@ func TestLiveFrame(t *testing.T) {
 			{Kind: EventLaunched, Time: t0, Job: "claims"},
 			{Kind: EventOutput, Job: "claims", Text: "中文中文中文中文"},
 		}, t0, 32, 24, []string{
-			"round 2 · 1 running · 3 queued…",
+			"1 running · 3 queued · 0 finis…",
 			"  claims      0:00  中文中文中…",
 		}},
 		{"cut to the height", []Event{
@@ -92,7 +92,7 @@ func TestLiveFrame(t *testing.T) {
 			{Kind: EventLaunched, Time: t0, Job: "c"}, {Kind: EventLaunched, Time: t0, Job: "d"},
 			{Kind: EventLaunched, Time: t0, Job: "e"},
 		}, t0, 80, 5, []string{
-			"round 1 · 5 running · 0 queued · 0 finished · 0 killed",
+			"5 running · 0 queued · 0 finished · 0 killed",
 			"  a      0:00",
 			"  b      0:00",
 			"  … and 3 more running",
@@ -100,7 +100,7 @@ func TestLiveFrame(t *testing.T) {
 		{"a long name", []Event{
 			{Kind: EventLaunched, Time: t0, Job: strings.Repeat("n", 30)},
 		}, t0, 80, 24, []string{
-			"round 0 · 1 running · 0 queued · 0 finished · 0 killed",
+			"1 running · 0 queued · 0 finished · 0 killed",
 			"  " + strings.Repeat("n", 23) + "…      0:00",
 		}},
 	}
@@ -126,8 +126,8 @@ func TestLiveRedrawsInPlace(t *testing.T) {
 	l.Emit(Event{Kind: EventRound, Round: 1, Jobs: []string{"claims"}})
 	l.Emit(Event{Kind: EventLaunched, Job: "claims", Attempt: 1, Pid: 7})
 	l.draw()
-	assert.Equal(t, "15:00:00 round 1: 1 job: claims\n15:00:00 claims: launched, attempt 1, pid 7\n"+
-		"round 1 · 1 running · 0 queued · 0 finished · 0 killed\n  claims      0:00\n", b.String(),
+	assert.Equal(t, "15:00:00 step 1 handed out 1 job: claims\n15:00:00 claims: launched, attempt 1, pid 7\n"+
+		"1 running · 0 queued · 0 finished · 0 killed\n  claims      0:00\n", b.String(),
 		"the events above, the frame below")
 
 	b.Reset()
@@ -139,13 +139,13 @@ func TestLiveRedrawsInPlace(t *testing.T) {
 	l.Emit(Event{Kind: EventOutput, Job: "claims", Text: "thinking"})
 	l.draw()
 	require.Equal(t, []string{"\x1b[2A\r\x1b[J", "2"}, redraw.FindStringSubmatch(b.String()))
-	assert.Equal(t, "round 1 · 1 running · 0 queued · 0 finished · 0 killed\n  claims      0:03  thinking\n",
+	assert.Equal(t, "1 running · 0 queued · 0 finished · 0 killed\n  claims      0:03  thinking\n",
 		redraw.ReplaceAllString(b.String(), ""), "output goes to the frame, not above it")
 
 	b.Reset()
 	l.Emit(Event{Kind: EventEnded, Job: "claims", Outcome: "finished", Status: "exit 0", Duration: 3 * time.Second})
 	l.draw()
-	assert.Equal(t, "\x1b[2A\r\x1b[J15:00:03 claims: finished, exit 0, after 3s\nround 1 · 0 running · 0 queued · 1 finished · 0 killed\n", b.String(),
+	assert.Equal(t, "\x1b[2A\r\x1b[J15:00:03 claims: finished, exit 0, after 3s\n0 running · 0 queued · 1 finished · 0 killed\n", b.String(),
 		"moves up over the old frame of two lines, clears it, and draws one of one")
 }
 
@@ -155,7 +155,7 @@ func TestLiveCloseDrawsTheLastFrame(t *testing.T) {
 	l.Emit(Event{Kind: EventStep, Outcome: "done"})
 	require.NoError(t, l.Close())
 	require.NoError(t, l.Close(), "Close may be called again")
-	assert.True(t, strings.HasSuffix(b.String(), "15:00:00 step: done\nround 0 · 0 running · 0 queued · 0 finished · 0 killed · last step: done\n"), b.String())
+	assert.True(t, strings.HasSuffix(b.String(), "15:00:00 step: done\n0 running · 0 queued · 0 finished · 0 killed · last step: done\n"), b.String())
 }
 
 func TestClock(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"slices"
@@ -40,7 +41,7 @@ type Config struct {
 	// effect ends that process, not the drive.
 	Binary      string
 	Profile     *Profile
-	MaxParallel int           // workers at once; zero: every job of the round
+	MaxParallel int           // workers at once; zero: every job handed out
 	Timeout     time.Duration // a worker's wall clock; zero for none
 	Idle        time.Duration // a worker's silence on stdout and stderr; zero for none
 	Grace       time.Duration // between SIGTERM and SIGKILL when a worker is ended
@@ -63,11 +64,13 @@ type Config struct {
 }
 
 // Drive carries the agent orchestrator's loop (docs/loop.md) in code, on
-// the run o: it steps; on launch, it launches one worker per hand-out,
-// applying every launch parameter or reporting the launch failed, waits
-// until every worker of the round has ended, and steps again; on blocked
-// or uncertain it reports the stop and ends; on done it ends. It never
-// repairs. The last step's output is printed on Stdout exactly as step
+// the run o, without its round barrier: it steps; on launch, it launches
+// one worker per hand-out, applying every launch parameter or reporting the
+// launch failed, at most MaxParallel at once; when a worker ends it steps
+// again, leaving the hand-outs whose workers still run (or wait for a
+// place) alone, and launches what that step hands out. On blocked or
+// uncertain it launches nothing more, lets the running workers end,
+// reports the stop and ends; on done it ends. It never repairs. The last step's output is printed on Stdout exactly as step
 // printed it. It returns the exit status of the drive, or an error that
 // maps to one with workflow.ExitCode.
 func Drive(o *engine.Run, opts Config) (int, error) {
@@ -92,67 +95,7 @@ func Drive(o *engine.Run, opts Config) (int, error) {
 		// record that the next command finds ended, and clears.
 		_ = d.held.End()
 	}()
-	round := 1
-	// A round the last step handed out that no one launched (a step by
-	// hand, a harness session that stopped, a drive that stopped before
-	// its launches) is launched before the next step judges it.
-	takeover, err := d.held.Unlaunched()
-	if err != nil {
-		return 0, err
-	}
-	if len(takeover) > 0 {
-		if err := d.check(takeover); err != nil {
-			return 0, err
-		}
-		interrupted, err := d.round(round, takeover)
-		if err != nil {
-			return 0, err
-		}
-		if interrupted {
-			return d.finish(ExitInterrupted)
-		}
-		round++
-	}
-	for ; ; round++ {
-		out, printed, status, err := d.step()
-		if err != nil || status != ExitDone {
-			return status, err
-		}
-		d.last = printed
-		d.sink.Emit(Event{Kind: EventStep, Round: round, Outcome: string(out.Kind)})
-		if err := d.decided(); err != nil {
-			return 0, err
-		}
-		switch out.Kind {
-		case engine.KindDone:
-			return d.finish(ExitDone)
-		case engine.KindBlocked:
-			if err := d.stopBlocked(out); err != nil {
-				return 0, err
-			}
-			return d.finish(ExitBlocked)
-		case engine.KindUncertain:
-			if err := d.stop("", uncertainReason(out)); err != nil {
-				return 0, err
-			}
-			return d.finish(ExitUncertain)
-		}
-		if d.pollInterrupt(nil) {
-			// A signal that came during the step: it is let finish, and
-			// nothing is launched after it; the round is the next drive's.
-			return d.finish(ExitInterrupted)
-		}
-		if err := d.check(out.Jobs); err != nil {
-			return 0, err
-		}
-		interrupted, err := d.round(round, out.Jobs)
-		if err != nil {
-			return 0, err
-		}
-		if interrupted {
-			return d.finish(ExitInterrupted)
-		}
-	}
+	return d.flow()
 }
 
 // check maps every hand-out of a round through the profile before any is
@@ -236,13 +179,15 @@ func (d *driver) finish(status int) (int, error) {
 	return status, nil
 }
 
-// step takes a step in a process of its own and returns its outcome and
-// what to print of it. A step that fails with a status of the table is
+// step takes a step in a process of its own, beside the hand-outs the drive
+// holds (held: job → attempt), and returns its outcome and what to print
+// of it. A step that fails with a status of the table is
 // passed through as that status's error; one that ends with another
 // status ended inside an effect: drive reports the stop and ends uncertain.
-func (d *driver) step() (out engine.Outcome, printed []byte, status int, err error) {
+func (d *driver) step(held map[string]int) (out engine.Outcome, printed []byte, status int, err error) {
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(d.opts.Binary, "step", d.o.Dir(), "--json", "--driver", DriverToken(d.self))
+	args := append([]string{"step", d.o.Dir(), "--json", "--driver", DriverToken(d.self)}, RunningArgs(held)...)
+	cmd := exec.Command(d.opts.Binary, args...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	// In a group of its own: a Ctrl-C meant for drive must not cut a step
 	// short; drive waits for it and then ends.
@@ -286,6 +231,30 @@ func (d *driver) step() (out engine.Outcome, printed []byte, status int, err err
 // DriverToken names a drive to the steps it runs (step's hidden --driver
 // flag), so that they are let through while it drives the run.
 func DriverToken(p engine.Process) string { return fmt.Sprintf("%d,%s", p.Pid, p.Start) }
+
+// RunningArgs names the hand-outs a drive holds to the step it runs
+// (step's hidden --running flag): JOB:ATTEMPT, sorted.
+func RunningArgs(running map[string]int) []string {
+	var args []string
+	for _, job := range slices.Sorted(maps.Keys(running)) {
+		args = append(args, "--running", fmt.Sprintf("%s:%d", job, running[job]))
+	}
+	return args
+}
+
+// ParseRunning reads the hand-outs RunningArgs names.
+func ParseRunning(args []string) (map[string]int, error) {
+	running := map[string]int{}
+	for _, a := range args {
+		job, n, ok := strings.Cut(a, ":")
+		attempt, err := strconv.Atoi(n)
+		if !ok || err != nil || attempt < 1 || job == "" {
+			return nil, fmt.Errorf("--running %q is not JOB:ATTEMPT", a)
+		}
+		running[job] = attempt
+	}
+	return running, nil
+}
 
 // ParseDriverToken reads what DriverToken wrote.
 func ParseDriverToken(s string) (engine.Process, error) {
@@ -440,90 +409,6 @@ type launched struct {
 	cmd     *Command
 	w       *Worker
 	started time.Time
-}
-
-// round launches the hand-outs of a step, at most MaxParallel at once,
-// waits until each has ended (relaunching those a usage limit stopped),
-// and records every launch. It says whether an interrupt stopped it.
-func (d *driver) round(round int, jobs []engine.Handout) (interrupted bool, err error) {
-	if err := d.held.BeginRound(); err != nil {
-		return false, err
-	}
-	names := make([]string, len(jobs))
-	for i, h := range jobs {
-		names[i] = h.Name
-	}
-	d.sink.Emit(Event{Kind: EventRound, Round: round, Jobs: names})
-	queue := slices.Clone(jobs)
-	var unlaunched []engine.Handout // a usage limit's relaunch an interrupt stopped
-	running := map[string]*launched{}
-	// Room for every launch the round can make, so that no watcher blocks
-	// once the round has stopped listening.
-	ended := make(chan *launched, len(jobs)*(1+engine.MaxUsageLimited))
-	defer func() {
-		if err != nil {
-			// The round cannot go on (its records cannot be written): no
-			// worker outlives it. Their leases stay in round.json, so the
-			// next command finds them ended.
-			for _, l := range running {
-				l.w.Kill()
-				l.w.Kill()
-			}
-			for _, l := range running {
-				l.w.Wait()
-			}
-		}
-	}()
-	var pause <-chan time.Time
-	for len(queue) > 0 || len(running) > 0 {
-		for len(queue) > 0 && pause == nil && !d.pollInterrupt(running) && (d.opts.MaxParallel <= 0 || len(running) < d.opts.MaxParallel) {
-			h := queue[0]
-			queue = queue[1:]
-			l, err := d.launch(h)
-			if err != nil {
-				return false, err
-			}
-			if l == nil {
-				continue // failed to launch, reported and recorded
-			}
-			running[h.Name] = l
-			go func() { l.w.Wait(); ended <- l }()
-		}
-		if len(running) == 0 && (pause == nil || d.interrupted > 0) {
-			break
-		}
-		select {
-		case l := <-ended:
-			delete(running, l.h.Name)
-			again, until, err := d.ended(l)
-			if err != nil {
-				return false, err
-			}
-			if again && d.interrupted > 0 {
-				unlaunched = append(unlaunched, l.h)
-			}
-			if again && d.interrupted == 0 {
-				queue = append([]engine.Handout{l.h}, queue...)
-				if pause == nil {
-					d.sink.Emit(Event{Kind: EventPaused, Job: l.h.Name, Until: until, Text: "the account hit a usage limit"})
-					pause = time.After(time.Until(until))
-				}
-			}
-		case <-pause:
-			pause = nil
-			d.sink.Emit(Event{Kind: EventResumed})
-		case <-d.opts.Interrupts:
-			d.interrupt(running)
-		}
-	}
-	// What an interrupt left unlaunched is handed out again, not charged.
-	if err := d.held.NotLaunched(append(queue, unlaunched...)); err != nil {
-		return false, err
-	}
-	if err := d.held.EndRound(); err != nil {
-		return false, err
-	}
-	return d.interrupted > 0, nil
 }
 
 // pollInterrupt takes a signal that has come, without waiting for one, and

@@ -19,7 +19,7 @@ type EventKind string
 
 // The events of a drive, with the fields of Event each one sets.
 const (
-	EventRound        EventKind = "round"         // a round of launches began: Round, Jobs
+	EventRound        EventKind = "round"         // a step handed out jobs to launch: Round (the drive's step), Jobs
 	EventLaunched     EventKind = "launched"      // a worker started: Job, Attempt, Pid
 	EventOutput       EventKind = "output"        // a worker wrote a line: Job, Text
 	EventEnded        EventKind = "ended"         // a worker ended: Job, Outcome, Status, Duration
@@ -29,7 +29,18 @@ const (
 	EventStep         EventKind = "step"          // a step ended: Outcome, the step's outcome word
 	EventDecided      EventKind = "decided"       // what the step decided: Decided
 	EventInterrupted  EventKind = "interrupted"   // a signal stops the drive; its workers are being ended
+	EventFlow         EventKind = "flow"          // after a step, the work in flight: Flow
 )
+
+// Flow is the work a drive has in flight after a step: the jobs whose
+// workers still run, which the step left alone; the hand-outs ready to
+// launch, waiting for a place under --max-parallel; and how many workers
+// ended since the step before, whose outputs the step judged.
+type Flow struct {
+	Running []string `json:"running"`
+	Queued  int      `json:"queued"`
+	Judged  int      `json:"judged"`
+}
 
 // Event is one thing that happened in a drive, for a Sink to show. Time is
 // when; a sink sets it to its own clock's time when it is zero.
@@ -49,6 +60,7 @@ type Event struct {
 	// Decided is what a step decided: what it accepted, refused, spared,
 	// reopened and handed out, the effects it ran, its blocks.
 	Decided *engine.Decisions `json:"decided,omitempty"`
+	Flow    *Flow             `json:"flow,omitempty"`
 }
 
 // MarshalJSON renders the event as one object, with the duration in
@@ -69,7 +81,10 @@ func (e Event) String() string {
 		if len(e.Jobs) == 1 {
 			noun = "job"
 		}
-		return fmt.Sprintf("round %d: %d %s: %s", e.Round, len(e.Jobs), noun, strings.Join(e.Jobs, ", "))
+		if e.Round == 0 {
+			return fmt.Sprintf("taking over %d %s handed out before this drive: %s", len(e.Jobs), noun, listed(e.Jobs))
+		}
+		return fmt.Sprintf("step %d handed out %d %s: %s", e.Round, len(e.Jobs), noun, listed(e.Jobs))
 	case EventLaunched:
 		return fmt.Sprintf("%s: launched, attempt %d, pid %d", e.Job, e.Attempt, e.Pid)
 	case EventOutput:
@@ -83,11 +98,19 @@ func (e Event) String() string {
 	case EventResumed:
 		return "resumed after the usage limit"
 	case EventStep:
+		if e.Round > 0 {
+			return fmt.Sprintf("step %d: %s", e.Round, e.Outcome)
+		}
 		return "step: " + e.Outcome
 	case EventDecided:
 		return decidedText(e.Decided)
 	case EventInterrupted:
 		return "interrupted: ending the workers"
+	case EventFlow:
+		if e.Flow == nil {
+			return "flow"
+		}
+		return fmt.Sprintf("flow: %d running, %d ready to launch, %d judged", len(e.Flow.Running), e.Flow.Queued, e.Flow.Judged)
 	}
 	return string(e.Kind)
 }

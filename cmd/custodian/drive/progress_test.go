@@ -40,7 +40,7 @@ func TestPlainSink(t *testing.T) {
 		sink.Emit(e)
 	}
 	require.NoError(t, sink.Close())
-	assert.Equal(t, `15:00:00 round 1: 2 jobs: assumptions, claims
+	assert.Equal(t, `15:00:00 step 1 handed out 2 jobs: assumptions, claims
 15:00:00 claims: launched, attempt 1, pid 4242
 15:00:00 assumptions: launch failed: launch parameter "tools" has no flag
 15:01:30 claims: usage-limited, exit 1, after 1m30.4s

@@ -16,8 +16,10 @@ func stepCommand(reg *workflow.Registry) *cli.Command {
 			"Every outcome exits 0; the exit status tells busy, broken and defective runs apart.",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print the outcome as one JSON object"},
-			// custodian drive names itself to the steps it runs.
+			// custodian drive names itself to the steps it runs, and the
+			// hand-outs it holds, which the step leaves alone.
 			&cli.StringFlag{Name: "driver", Hidden: true},
+			&cli.StringSliceFlag{Name: "running", Hidden: true},
 		},
 		Action: withRun(reg, nil, func(c *cli.Context, _ []string) (func(*engine.Run) error, error) {
 			var driver *engine.Process
@@ -28,10 +30,17 @@ func stepCommand(reg *workflow.Registry) *cli.Command {
 				}
 				driver = &p
 			}
+			running, err := drive.ParseRunning(c.StringSlice("running"))
+			if err != nil {
+				return nil, usagef(c, "%v", err)
+			}
+			if len(running) > 0 && driver == nil {
+				return nil, usagef(c, "--running is custodian drive's, with --driver")
+			}
 			return func(o *engine.Run) error {
 				step := o.Step
 				if driver != nil {
-					step = o.Driver(*driver).Step
+					step = func() (engine.Outcome, error) { return o.Driver(*driver).StepLeaving(running) }
 				}
 				out, err := step()
 				if err != nil {

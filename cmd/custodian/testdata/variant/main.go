@@ -20,7 +20,11 @@
 //	fanout     the base notes, and a second definition, fanout: its parameter jobs
 //	           (default 200) names how many jobs j1, j2, ... it hands out at once,
 //	           each writing jN.md, which must not be empty; then it is done
-//	           (the process tests of custodian drive, drive_test.go)
+//	           (the process tests of custodian drive, drive_test.go); and a
+//	           third, pipelines: for each of its parameter items (default
+//	           16) an audit-NN job, then a follow-NN job that reads its
+//	           output, and a join that reads every follow-up (drive's
+//	           benchmark, bench_drive_test.go)
 //
 // Every variant also carries the audit definition: one job audit-PACKAGE
 // per line "PACKAGE FROM TO" of the run's manifest.txt, read through
@@ -92,7 +96,7 @@ func main() {
 	}
 	defs := []*workflow.Definition{notes(), audit(), approval()}
 	if variant == "fanout" {
-		defs = append(defs, fanout())
+		defs = append(defs, fanout(), pipelines())
 	}
 	reg, err := workflow.NewRegistry(defs...)
 	if err != nil {
@@ -228,6 +232,39 @@ func fanout() *workflow.Definition {
 					Output: name + ".md", Validate: notEmpty})
 			}
 			ctx.Wait(handles...)
+			return nil
+		},
+	}
+}
+
+func pipelines() *workflow.Definition {
+	return &workflow.Definition{
+		Name:   "pipelines",
+		Doc:    "for each item an audit, then a follow-up that reads it, then a join of the follow-ups",
+		Params: []workflow.Param{{Name: "items", Doc: "how many items", Default: "16", Validate: isCount}},
+		Run: func(ctx *workflow.Context) error {
+			n, err := strconv.Atoi(ctx.Param("items"))
+			if err != nil {
+				return err
+			}
+			follow := make([]*workflow.Handle, n)
+			paths := make([]func(), n)
+			for i := range n {
+				item := fmt.Sprintf("%02d", i+1)
+				paths[i] = func() {
+					ctx.Agent(workflow.Job{Name: "audit-" + item, Prompt: "Audit item " + item + ".",
+						Output: "audit-" + item + ".md", Validate: notEmpty}).Wait()
+					follow[i] = ctx.Agent(workflow.Job{Name: "follow-" + item, Prompt: "Follow up the audit of item " + item + ".",
+						Inputs: []string{"audit-" + item + ".md"}, Output: "follow-" + item + ".md", Validate: notEmpty})
+				}
+			}
+			ctx.Parallel(paths...)
+			inputs := make([]string, n)
+			for i := range n {
+				inputs[i] = fmt.Sprintf("follow-%02d.md", i+1)
+			}
+			ctx.Wait(follow...)
+			ctx.Agent(workflow.Job{Name: "join", Prompt: "Join the follow-ups.", Inputs: inputs, Output: "join.md", Validate: notEmpty}).Wait()
 			return nil
 		},
 	}

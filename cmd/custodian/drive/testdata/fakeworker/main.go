@@ -29,7 +29,7 @@
 // "Checked: yes" that one demands), invalid, problem (a problem report),
 // nothing, hang (sleeps for ever, printing nothing), hang-after-output (a
 // valid output, then sleeps for ever), exit:N, slow:SECONDS (valid after a
-// sleep), usage-limit:SECONDS (the CLI's usage-limit messages with a reset
+// sleep of SECONDS, 1.5 for one and a half), usage-limit:SECONDS (the CLI's usage-limit messages with a reset
 // time SECONDS ahead; status 1 and no output), spawn-and-hang (starts a
 // child in its process group that ignores SIGTERM and sleeps, then hangs),
 // say:TEXT (valid, replying TEXT as its final message).
@@ -259,7 +259,8 @@ func behave(b, job string, p engine.Prompt, cli dialect) (int, error) {
 		fmt.Fprintln(os.Stderr, "spawned", child.Process.Pid)
 		sleepForever()
 	case name == "slow" && arg != "":
-		time.Sleep(time.Duration(n) * time.Second)
+		secs, _ := strconv.ParseFloat(arg, 64)
+		time.Sleep(time.Duration(secs * float64(time.Second)))
 		b = "valid"
 	}
 	cli.begin()

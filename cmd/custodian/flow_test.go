@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// pipelinesRun starts a run of the pipelines definition (the fanout
+// variant's) with items items.
+func pipelinesRun(t *testing.T, items string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "pipelines")
+	redefOK(t, "fanout", "start", "pipelines", "--run", dir, "--param", "items="+items)
+	return dir
+}
+
+// span is when a worker of a job ran, by the workers' log.
+func spans(t *testing.T, h *harness) map[string][2]int64 {
+	t.Helper()
+	out := map[string][2]int64{}
+	for _, e := range h.events(t) {
+		s := out[e.job]
+		if e.what == "start" {
+			s[0] = e.at
+		} else {
+			s[1] = e.at
+		}
+		out[e.job] = s
+	}
+	return out
+}
+
+// No round barrier: a job starts as soon as what it waits on is accepted,
+// while unrelated workers still run, and the drive says how the work in
+// flight stands after each step.
+func TestDriveLaunchesAJobWhenWhatItWaitsOnIsAccepted(t *testing.T) {
+	dir := pipelinesRun(t, "2")
+	h := newHarness(t, map[string][]string{"audit-01": {"slow:0.2"}, "audit-02": {"slow:3"}, "follow-01": {"slow:0.2"}})
+	r := driveRun(t, variantBinaries["fanout"], h, dir, "exec", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+
+	s := spans(t, h)
+	assert.Less(t, s["follow-01"][0], s["audit-02"][1], "follow-01 waited for audit-02, which it does not read")
+	assert.Less(t, s["follow-01"][1], s["audit-02"][1], "follow-01 ended while audit-02 still ran")
+	assert.Greater(t, s["follow-02"][0], s["audit-02"][1])
+	assert.Greater(t, s["join"][0], s["follow-02"][1])
+
+	type flowEvent struct {
+		Event string   `json:"event"`
+		Jobs  []string `json:"jobs"`
+		Flow  struct {
+			Running []string `json:"running"`
+			Queued  int      `json:"queued"`
+			Judged  int      `json:"judged"`
+		} `json:"flow"`
+	}
+	var flows []flowEvent
+	var handedOut [][]string
+	sc := bufio.NewScanner(strings.NewReader(r.stdout))
+	for sc.Scan() {
+		var e flowEvent
+		if json.Unmarshal(sc.Bytes(), &e) != nil {
+			continue
+		}
+		switch e.Event {
+		case "flow":
+			flows = append(flows, e)
+		case "round":
+			handedOut = append(handedOut, e.Jobs)
+		}
+	}
+	require.Contains(t, handedOut, []string{"follow-01"}, "follow-01 handed out alone, as soon as audit-01 was accepted")
+	seen := false
+	for _, f := range flows {
+		if strings.Join(f.Flow.Running, ",") == "audit-02" && f.Flow.Judged == 1 {
+			seen = true
+		}
+	}
+	assert.True(t, seen, "no flow event after the step that judged audit-01 with audit-02 running: %s", r.stdout)
+	assert.True(t, strings.HasSuffix(r.stdout, "{\"outcome\":\"done\"}\n"), "%s", r.stdout)
+}
+
+// A block stops new launches; the workers that run end on their own before
+// drive reports the stop, and what they wrote is judged by the next step.
+func TestDriveStopsLaunchingAtABlockAndLetsItsWorkersEnd(t *testing.T) {
+	dir := pipelinesRun(t, "2")
+	h := newHarness(t, map[string][]string{"audit-01": {"problem"}, "audit-02": {"slow:2"}})
+	r := driveRun(t, variantBinaries["fanout"], h, dir, "exec")
+	require.Equal(t, 10, r.code, "blocked: %s", r.stderr)
+	s := spans(t, h)
+	require.Contains(t, s, "audit-02")
+	assert.NotZero(t, s["audit-02"][1], "audit-02's worker was not let end")
+	assert.NotContains(t, s, "follow-01")
+	assert.NotContains(t, s, "follow-02", "a job was launched after the block")
+
+	log := redefOK(t, "fanout", "log", dir)
+	assert.Contains(t, log, "launched audit-02, attempt 1: finished, exit 0")
+	assert.NotContains(t, log, "accepted audit-02", "the block's step judged a worker that still ran")
+	reported := strings.Index(log, "report 1, stop on audit-01")
+	ended := strings.Index(log, "launched audit-02, attempt 1: finished")
+	require.Positive(t, reported)
+	assert.Less(t, ended, reported, "drive reported the stop before its worker ended")
+
+	redefOK(t, "fanout", "step", dir)
+	assert.Contains(t, redefOK(t, "fanout", "log", dir, "--job", "audit-02"), "accepted audit-02, attempt 1", "the output written after the block is lost")
+}
