@@ -110,3 +110,12 @@ func TestDriveStopsLaunchingAtABlockAndLetsItsWorkersEnd(t *testing.T) {
 	redefOK(t, "fanout", "step", dir)
 	assert.Contains(t, redefOK(t, "fanout", "log", dir, "--job", "audit-02"), "accepted audit-02, attempt 1", "the output written after the block is lost")
 }
+
+// The log says what each of a drive's steps left running, in one line.
+func TestLogSaysWhatADrivesStepLeftRunning(t *testing.T) {
+	dir := pipelinesRun(t, "2")
+	h := newHarness(t, map[string][]string{"audit-01": {"slow:0.2"}, "audit-02": {"slow:2"}})
+	r := driveRun(t, variantBinaries["fanout"], h, dir, "exec")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, `step 2 +outcome: launch \(left running: audit-02\)\n`, redefOK(t, "fanout", "log", dir))
+}

@@ -94,7 +94,7 @@ func describe(e engine.Event) string {
 	case engine.EventStart:
 		return fmt.Sprintf("run of %s started (%s)", e.Subject, e.Text)
 	case engine.EventStep:
-		return "outcome: " + e.Text + uncertainEffects(e)
+		return "outcome: " + e.Text + uncertainEffects(e) + leftRunning(e)
 	case engine.EventHandout:
 		return fmt.Sprintf("handed out %s, attempt %d: %s", e.Subject, e.Attempt, e.Path)
 	case engine.EventAccept:
@@ -142,6 +142,16 @@ func describe(e engine.Event) string {
 	default:
 		return strings.TrimSpace(strings.Join([]string{string(e.Type), e.Subject, e.Text}, " "))
 	}
+}
+
+// leftRunning names, for a drive's step, the hand-outs it left to the
+// workers that still ran.
+func leftRunning(e engine.Event) string {
+	var out engine.Outcome
+	if e.Text != string(engine.KindLaunch) || json.Unmarshal(e.Outcome, &out) != nil || len(out.Running) == 0 {
+		return ""
+	}
+	return " (left running: " + listedNames(out.Running) + ")"
 }
 
 // uncertainEffects names, for an uncertain step, the effects whose fate is
