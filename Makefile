@@ -1,6 +1,6 @@
 # The two commands the README gives, and the checks CI runs.
 
-.PHONY: demo test check bench bench-cli
+.PHONY: demo test check bench bench-cli bench-drive
 
 demo:
 	go run ./cmd/custodian trial demo
@@ -20,3 +20,8 @@ bench:
 # Whole processes against the floor program, in one table (docs/performance.md).
 bench-cli:
 	go run ./testdata/bench/cli
+
+# A run's wall time under custodian drive against the ideal list schedule
+# and the old round barrier (docs/performance.md): about 40 s a run.
+bench-drive:
+	go test -run '^$$' -bench BenchmarkDrivePipelines -benchtime 3x ./cmd/custodian

@@ -55,7 +55,7 @@ var (
 
 // fakeLinks makes fakeBin, with claude and codex in it as links to the
 // fake worker, once, and returns it.
-func fakeLinks(t *testing.T) string {
+func fakeLinks(t testing.TB) string {
 	t.Helper()
 	linksOnce.Do(func() {
 		if linksErr = os.MkdirAll(fakeBin, 0o755); linksErr != nil {
@@ -93,7 +93,7 @@ type harness struct {
 // newHarness writes the script plan (FAKEWORKER_SCRIPT's JSON; nil for
 // none) and returns the harness. Every fake worker of this harness still
 // running when the test ends is killed then.
-func newHarness(t *testing.T, plan map[string][]string) *harness {
+func newHarness(t testing.TB, plan map[string][]string) *harness {
 	t.Helper()
 	bin := fakeLinks(t)
 	dir := t.TempDir()
