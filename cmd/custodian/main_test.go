@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gofrs/flock"
@@ -35,16 +37,29 @@ func testMain(m *testing.M) int {
 	defer os.RemoveAll(dir)
 	binary = filepath.Join(dir, "custodian")
 	crashBinary = filepath.Join(dir, "custodian-crash")
-	for _, args := range append([][]string{
+	builds := append([][]string{
 		{"build", "-o", binary, "."},
 		{"build", "-tags", "crashpoints", "-o", crashBinary, "."},
-	}, append(variantBuilds(dir), driveBuilds(dir)...)...) {
-		cmd := exec.Command("go", args...)
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if err := cmd.Run(); err != nil {
-			fmt.Fprintf(os.Stderr, "go %s: %v\n", strings.Join(args, " "), err)
-			return 1
-		}
+	}, append(variantBuilds(dir), driveBuilds(dir)...)...)
+	// The builds share the build cache and differ in their links, which
+	// take a core each: one at a time on each.
+	failed := make(chan error, len(builds))
+	places := make(chan struct{}, runtime.NumCPU())
+	var wg sync.WaitGroup
+	for _, args := range builds {
+		wg.Go(func() {
+			places <- struct{}{}
+			defer func() { <-places }()
+			if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+				failed <- fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+			}
+		})
+	}
+	wg.Wait()
+	close(failed)
+	for err := range failed {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	return m.Run()
 }
