@@ -46,7 +46,7 @@ func run() page.Run {
 	}
 }
 
-func write(t *testing.T, f func(*bytes.Buffer) error) string {
+func write(t testing.TB, f func(*bytes.Buffer) error) string {
 	t.Helper()
 	var b bytes.Buffer
 	require.NoError(t, f(&b))
@@ -114,4 +114,60 @@ func TestTheIndexShowsEveryRun(t *testing.T) {
 	assert.Contains(t, html, `<a href="/run?path=/runs/%3cb%3ex%3c/b%3e">/runs/&lt;b&gt;x&lt;/b&gt;</a>`)
 	assert.NotContains(t, html, `href="/run?path=/runs/bad"`, "an unreadable run has no page")
 	assert.NotContains(t, html, "<script>document")
+}
+
+// hostileRun is run with text in every place a run's text goes on a page:
+// the job's name, a refusal's reason and messages, a worker's last
+// message, the operator's advice, a path.
+func hostileRun(name, text string) page.Run {
+	r := run()
+	s := &r.Stories[0]
+	s.Job, s.Status.Name = name, name
+	ev := &s.Handouts[0].Events[0]
+	ev.Text, ev.Messages = text, []string{text}
+	s.Handouts[0].Events[1].Text = text
+	s.Handouts[0].Launches[0].Record.Message = text
+	s.Handouts[1].Prompt = "/runs/r/" + text
+	r.Graph.Nodes[0].Subject = engine.Subject(name)
+	r.Status.Operator = text
+	return r
+}
+
+var (
+	tag     = regexp.MustCompile(`<(/?[a-zA-Z][a-zA-Z0-9-]*)`)
+	element = regexp.MustCompile(`<[a-zA-Z][^>]*>`)
+	quoted  = regexp.MustCompile(`"[^"]*"`)
+)
+
+// tags counts the elements a page opens and closes.
+func tags(html string) map[string]int {
+	n := map[string]int{}
+	for _, m := range tag.FindAllStringSubmatch(html, -1) {
+		n[strings.ToLower(m[1])]++
+	}
+	return n
+}
+
+// FuzzRunPage holds a run's page to its own structure: whatever a job's
+// name or a worker's text holds, the page has the elements it has with
+// plain text, and none of them a script.
+func FuzzRunPage(f *testing.F) {
+	for _, s := range []string{hostile, "</details><script>x</script>", `" onmouseover="x`, "]]><!--", "\x00\xff", "a\nb"} {
+		f.Add("a", s)
+		f.Add(s, "plain")
+	}
+	want := tags(write(f, func(b *bytes.Buffer) error { return page.WriteRun(b, hostileRun("a", "plain")) }))
+	f.Fuzz(func(t *testing.T, name, text string) {
+		if text == "" {
+			t.Skip("a worker's empty message is not shown at all")
+		}
+		html := write(t, func(b *bytes.Buffer) error { return page.WriteRun(b, hostileRun(name, text)) })
+		assert.Equal(t, want, tags(html))
+		for _, el := range element.FindAllString(html, -1) {
+			// Every value is quoted, and a quote within it escaped: what
+			// is left is the element's own names.
+			names := quoted.ReplaceAllString(el, `""`)
+			assert.NotRegexp(t, `(?i)\son[a-z]+=`, names, "an element carries a handler: %s", el)
+		}
+	})
 }
