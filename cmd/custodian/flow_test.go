@@ -6,7 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/custodian-run/custodian/workflow/engine"
+	"github.com/gofrs/flock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -46,6 +49,8 @@ func TestDriveLaunchesAJobWhenWhatItWaitsOnIsAccepted(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 
 	s := spans(t, h)
+	require.Contains(t, s, "follow-01")
+	require.NotZero(t, s["follow-01"][1], "follow-01's worker never ended")
 	assert.Less(t, s["follow-01"][0], s["audit-02"][1], "follow-01 waited for audit-02, which it does not read")
 	assert.Less(t, s["follow-01"][1], s["audit-02"][1], "follow-01 ended while audit-02 still ran")
 	assert.Greater(t, s["follow-02"][0], s["audit-02"][1])
@@ -118,4 +123,23 @@ func TestLogSaysWhatADrivesStepLeftRunning(t *testing.T) {
 	r := driveRun(t, variantBinaries["fanout"], h, dir, "exec")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Regexp(t, `step 2 +outcome: launch \(left running: audit-02\)\n`, redefOK(t, "fanout", "log", dir))
+}
+
+// A drive's step beside running workers waits a moment for a lock another
+// command holds (an operator's command that is refused), rather than fail
+// and end the workers.
+func TestADrivesStepBesideItsWorkersWaitsForAnOperatorsLock(t *testing.T) {
+	dir := pipelinesRun(t, "2")
+	h := newHarness(t, map[string][]string{"audit-01": {"slow:0.3"}, "audit-02": {"slow:2.5"}})
+	d := startDriveWith(t, variantBinaries["fanout"], h, dir, "exec")
+	waitLeased(t, dir, h, 2)
+	lock := flock.New(filepath.Join(dir, engine.StateDir, "lock"))
+	require.NoError(t, lock.Lock())
+	time.Sleep(1200 * time.Millisecond) // audit-01 ends, and drive's step waits
+	require.NoError(t, lock.Unlock())
+	r := d.wait(t)
+	require.Equal(t, 0, r.code, "drive: stdout %q, stderr %s", r.stdout, r.stderr)
+	s := spans(t, h)
+	assert.Less(t, s["follow-01"][0], s["audit-02"][1], "the step after the lock went on beside audit-02")
+	assert.NotContains(t, redefOK(t, "fanout", "log", dir), "killed", "a worker was ended")
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"time"
 
 	"github.com/custodian-run/custodian/store"
 )
@@ -25,7 +26,14 @@ func (run *Run) Step() (Outcome, error) { return run.step(Process{}, nil) }
 // alone.
 func (run *Run) step(self Process, running map[string]int) (Outcome, error) {
 	var out Outcome
-	err := run.locked(func(rec *loaded) error {
+	var wait time.Duration
+	if len(running) > 0 {
+		// Beside its workers, a drive's step waits a moment for another
+		// command's lock (an operator's command that is refused), rather
+		// than fail while the workers run.
+		wait = bookkeeping
+	}
+	err := run.lockedWaiting(wait, func(rec *loaded) error {
 		// A worker a drive launched that still runs may yet write its
 		// output: judging its round now would count it failed.
 		if len(running) > 0 {

@@ -2,6 +2,7 @@ package drive
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -29,8 +30,13 @@ type flow struct {
 	steps   int              // steps this drive took
 	judged  int              // workers that ended since the last step: its to judge
 	stopped engine.Outcome   // the blocked or uncertain outcome that stops launching
-	// fault is a launch set-up that cannot launch what a step handed out:
-	// drive launches nothing more, and fails with it once its workers end.
+	// inEffect is a step that ended inside an effect: drive launches
+	// nothing more, and reports the stop once its workers end.
+	inEffect *EndedInEffectError
+	// fault is what keeps the drive from going on while its workers run: a
+	// launch set-up that cannot launch what a step handed out, or a step
+	// that failed (another command held the run). drive launches nothing
+	// more, and fails with it once its workers end.
 	fault error
 }
 
@@ -47,14 +53,16 @@ func (f *flow) held() map[string]int {
 	return held
 }
 
-// stopping says whether the drive launches nothing more: a step blocked or
-// was uncertain, or a signal came.
-func (f *flow) stopping() bool { return f.stopped.Kind != "" || f.fault != nil || f.d.interrupted > 0 }
+// stopping says whether the drive launches nothing more: a step blocked,
+// was uncertain or ended inside an effect, a fault came, or a signal.
+func (f *flow) stopping() bool {
+	return f.stopped.Kind != "" || f.inEffect != nil || f.fault != nil || f.d.interrupted > 0
+}
 
-// flow drives the run until it is done, stops, or is interrupted. A round
-// an earlier loop handed out and no one launched is launched before the
-// first step judges it.
-func (d *driver) flow() (status int, err error) {
+// drive drives the run until it is done, stops, or is interrupted. Work an
+// earlier loop handed out and no one launched is launched before the first
+// step judges it.
+func (d *driver) drive() (status int, err error) {
 	f := &flow{d: d, running: map[string]*launched{}, ended: make(chan *launched), done: make(chan struct{})}
 	defer close(f.done)
 	if err := d.held.BeginRound(); err != nil {
@@ -64,7 +72,8 @@ func (d *driver) flow() (status int, err error) {
 		if err != nil {
 			// The drive cannot go on (its records cannot be written): no
 			// worker outlives it. Their leases stay in round.json, so the
-			// next command finds them ended.
+			// next command finds them ended. A second Kill ends a group
+			// at once, without its grace.
 			for _, l := range f.running {
 				l.w.Kill()
 				l.w.Kill()
@@ -129,9 +138,20 @@ func (d *driver) flow() (status int, err error) {
 // what it decided: done says the drive has ended with status.
 func (f *flow) step() (status int, done bool, err error) {
 	d := f.d
-	out, printed, status, err := d.step(f.held())
-	if err != nil || status != ExitDone {
-		return status, true, err
+	out, printed, err := d.step(f.held())
+	var inEffect *EndedInEffectError
+	switch {
+	case errors.As(err, &inEffect):
+		d.last = inEffect.Stdout
+		f.inEffect = inEffect
+		return 0, false, nil
+	case err != nil && len(f.running) > 0:
+		// The workers that run end on their own, and are recorded, before
+		// drive fails with it.
+		f.fault = err
+		return 0, false, nil
+	case err != nil:
+		return 0, true, err
 	}
 	f.steps++
 	judged := f.judged
@@ -144,7 +164,8 @@ func (f *flow) step() (status int, done bool, err error) {
 	switch out.Kind {
 	case engine.KindDone:
 		if len(f.running) > 0 || len(f.queue) > 0 {
-			return 0, true, errors.New("a step gave done while the drive's workers ran: a defect in custodian")
+			f.fault = errors.New("a step gave done while the drive's workers ran: a defect in custodian")
+			return 0, false, nil
 		}
 		status, err := d.finish(ExitDone)
 		return status, true, err
@@ -198,7 +219,7 @@ func (f *flow) handOut(jobs []engine.Handout) {
 // while a usage limit is waited out, an interrupt or a stop has come.
 func (f *flow) launch() error {
 	d := f.d
-	for len(f.queue) > 0 && f.pause == nil && f.stopped.Kind == "" && !d.pollInterrupt(f.running) &&
+	for len(f.queue) > 0 && f.pause == nil && !d.pollInterrupt(f.running) && !f.stopping() &&
 		(d.opts.MaxParallel <= 0 || len(f.running) < d.opts.MaxParallel) {
 		h := f.queue[0]
 		f.queue = f.queue[1:]
@@ -234,7 +255,7 @@ func (f *flow) end(l *launched) error {
 		return err
 	}
 	switch {
-	case again && (d.interrupted > 0 || f.stopped.Kind != ""):
+	case again && f.stopping():
 		f.again = append(f.again, l.h)
 	case again:
 		f.queue = append([]engine.Handout{l.h}, f.queue...)
@@ -271,6 +292,15 @@ func (f *flow) finish() (int, error) {
 		return 0, err
 	}
 	switch {
+	case f.inEffect != nil:
+		e := f.inEffect
+		if err := d.stop("", e.Error()); err != nil {
+			return 0, err
+		}
+		if d.opts.Stderr != nil {
+			fmt.Fprintf(d.opts.Stderr, "%scustodian: step ended with exit status %d, inside an effect; drive reported the stop: the operator establishes what took place\n", e.Stderr, e.Status)
+		}
+		return d.finish(ExitUncertain)
 	case f.fault != nil:
 		return 0, f.fault
 	case d.interrupted > 0:

@@ -70,9 +70,10 @@ type Config struct {
 // again, leaving the hand-outs whose workers still run (or wait for a
 // place) alone, and launches what that step hands out. On blocked or
 // uncertain it launches nothing more, lets the running workers end,
-// reports the stop and ends; on done it ends. It never repairs. The last step's output is printed on Stdout exactly as step
-// printed it. It returns the exit status of the drive, or an error that
-// maps to one with workflow.ExitCode.
+// reports the stop and ends; on done it ends. It never repairs. The last
+// step's output is printed on Stdout exactly as step printed it. It
+// returns the exit status of the drive, or an error that maps to one with
+// workflow.ExitCode.
 func Drive(o *engine.Run, opts Config) (int, error) {
 	d := &driver{o: o, opts: opts, sink: opts.Progress}
 	if d.sink == nil {
@@ -95,7 +96,7 @@ func Drive(o *engine.Run, opts Config) (int, error) {
 		// record that the next command finds ended, and clears.
 		_ = d.held.End()
 	}()
-	return d.flow()
+	return d.drive()
 }
 
 // check maps every hand-out of a round through the profile before any is
@@ -181,10 +182,10 @@ func (d *driver) finish(status int) (int, error) {
 
 // step takes a step in a process of its own, beside the hand-outs the drive
 // holds (held: job → attempt), and returns its outcome and what to print
-// of it. A step that fails with a status of the table is
-// passed through as that status's error; one that ends with another
-// status ended inside an effect: drive reports the stop and ends uncertain.
-func (d *driver) step(held map[string]int) (out engine.Outcome, printed []byte, status int, err error) {
+// of it. A step that fails with a status of the table is passed through as
+// that status's error (a StepError); one that ends with another status
+// ended inside an effect (an EndedInEffectError).
+func (d *driver) step(held map[string]int) (out engine.Outcome, printed []byte, err error) {
 	var stdout, stderr bytes.Buffer
 	args := append([]string{"step", d.o.Dir(), "--json", "--driver", DriverToken(d.self)}, RunningArgs(held)...)
 	cmd := exec.Command(d.opts.Binary, args...)
@@ -198,34 +199,37 @@ func (d *driver) step(held map[string]int) (out engine.Outcome, printed []byte, 
 	case errors.As(runErr, &exit):
 		code := exit.ExitCode()
 		if engine.Named(code) {
-			return out, nil, 0, &StepError{Status: code, Stderr: stderr.String()}
+			return out, nil, &StepError{Status: code, Stderr: stderr.String()}
 		}
 		// Any other status comes from a process that ended inside an
 		// effect: its fate is for the operator to establish.
-		d.last = stdout.Bytes()
-		why := fmt.Sprintf("step ended with exit status %d, inside an effect: %s", code, strings.TrimSpace(stderr.String()))
-		if err := d.stop("", why); err != nil {
-			return out, nil, 0, err
-		}
-		if d.opts.Stderr != nil {
-			fmt.Fprintf(d.opts.Stderr, "%scustodian: step ended with exit status %d, inside an effect; drive reported the stop: the operator establishes what took place\n", stderr.Bytes(), code)
-		}
-		status, err := d.finish(ExitUncertain)
-		return out, nil, status, err
+		return out, nil, &EndedInEffectError{Status: code, Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
 	case runErr != nil:
-		return out, nil, 0, fmt.Errorf("run a step of %s: %w", d.o.Dir(), runErr)
+		return out, nil, fmt.Errorf("run a step of %s: %w", d.o.Dir(), runErr)
 	}
 	if err := out.UnmarshalJSON(bytes.TrimSpace(stdout.Bytes())); err != nil {
-		return out, nil, 0, fmt.Errorf("read what step printed: %w", err)
+		return out, nil, fmt.Errorf("read what step printed: %w", err)
 	}
 	if d.opts.JSON {
-		return out, stdout.Bytes(), ExitDone, nil
+		return out, stdout.Bytes(), nil
 	}
 	var text bytes.Buffer
 	if err := out.WriteText(&text); err != nil {
-		return out, nil, 0, err
+		return out, nil, err
 	}
-	return out, text.Bytes(), ExitDone, nil
+	return out, text.Bytes(), nil
+}
+
+// EndedInEffectError is a step that ended with a status no command
+// documents: inside an effect, whose fate the operator establishes. drive
+// reports the stop and ends uncertain.
+type EndedInEffectError struct {
+	Status         int
+	Stdout, Stderr []byte // what the step printed
+}
+
+func (e *EndedInEffectError) Error() string {
+	return fmt.Sprintf("step ended with exit status %d, inside an effect: %s", e.Status, strings.TrimSpace(string(e.Stderr)))
 }
 
 // DriverToken names a drive to the steps it runs (step's hidden --driver

@@ -26,7 +26,7 @@ const (
 	EventLaunchFailed EventKind = "launch-failed" // a job could not be launched: Job, Text
 	EventPaused       EventKind = "paused"        // launching waits out a usage limit: Until, Job, Text
 	EventResumed      EventKind = "resumed"       // launching goes on
-	EventStep         EventKind = "step"          // a step ended: Outcome, the step's outcome word
+	EventStep         EventKind = "step"          // a step ended: Round (the drive's step), Outcome (its outcome word)
 	EventDecided      EventKind = "decided"       // what the step decided: Decided
 	EventInterrupted  EventKind = "interrupted"   // a signal stops the drive; its workers are being ended
 	EventFlow         EventKind = "flow"          // after a step, the work in flight: Flow
