@@ -194,6 +194,7 @@ func (run *Run) decideReplayed(r *replay, reports []store.Report) (*plan, error)
 	if err := h.plan(run, r, len(blocks) == 0); err != nil {
 		return nil, err
 	}
+	h.heldUnnamed(r)
 	for _, n := range byName {
 		if n.verdict == verdictBlocked {
 			texts = append(texts, textFile{label: "block", rel: n.block.record, data: jobBlockText(run, r, n, h.kept[n.spec.job.Name], reports)})
@@ -402,6 +403,19 @@ func (h *handouts) plan(o *Run, r *replay, handingOut bool) error {
 		}
 	}
 	return nil
+}
+
+// heldUnnamed adds to the hand-outs left running those a drive holds that
+// the replay no longer named (the data the definition reads changed while
+// their workers ran): each is still out, and its worker may yet write, so
+// the run is not done while it runs.
+func (h *handouts) heldUnnamed(r *replay) {
+	for _, name := range slices.Sorted(maps.Keys(r.running)) {
+		js := h.state.Jobs[name]
+		if _, named := r.named[name]; !named && js != nil && js.Outstanding != nil && attempt(js) == r.running[name] {
+			h.running = append(h.running, name)
+		}
+	}
 }
 
 // keep plans moving the file at rel aside for job, numbered across the run.

@@ -2,6 +2,9 @@ package engine_test
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/custodian-run/custodian/workflow"
@@ -34,7 +37,7 @@ func pipelines() *workflow.Definition {
 	}}
 }
 
-// handoutNames lists an outcome's hand-outs by name.
+// names lists an outcome's hand-outs by name.
 func names(out engine.Outcome) []string {
 	var ns []string
 	for _, j := range out.Jobs {
@@ -144,4 +147,34 @@ func TestUnlaunched_findsHandoutsOlderThanTheLastStep(t *testing.T) {
 	require.Len(t, unlaunched, 2)
 	assert.Equal(t, first["audit-y"], unlaunched[0], "as step 1 handed it out")
 	assert.Equal(t, out.Jobs[0], unlaunched[1])
+}
+
+// A hand-out the drive holds that the replay no longer names (the data
+// the definition reads changed while its worker ran) is still out: the run
+// is not done while its worker may write.
+func TestStepLeaving_aHeldJobTheReplayNoLongerNamesIsStillOut(t *testing.T) {
+	def := &workflow.Definition{Name: "listed", Run: func(ctx *workflow.Context) error {
+		data, err := os.ReadFile(ctx.Path("items.txt"))
+		if err != nil {
+			return err
+		}
+		var handles []*workflow.Handle
+		for _, name := range strings.Fields(string(data)) {
+			handles = append(handles, ctx.Agent(job(name)))
+		}
+		ctx.Wait(handles...)
+		return nil
+	}}
+	h := startRun(t, def, map[string]string{"source.md": "the source text\n", "items.txt": "a b\n"})
+	first := h.launch("a", "b")
+	d := driving(t, h, process(t, true))
+	require.NoError(t, d.BeginRound())
+	require.NoError(t, d.Lease(engine.Lease{Job: "b", Attempt: 1, Launch: 1, Process: process(t, true)}))
+	writeFile(t, first["a"].Output, validText)
+	writeFile(t, filepath.Join(h.dir, "items.txt"), "a\n")
+
+	out, err := d.StepLeaving(map[string]int{"b": 1})
+	require.NoError(t, err)
+	assert.Equal(t, engine.KindLaunch, out.Kind, "done while b's worker runs")
+	assert.Equal(t, []string{"b"}, out.Running)
 }
