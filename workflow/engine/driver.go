@@ -284,10 +284,17 @@ func (d *Driver) Report(event, job, text string) (Report, error) {
 // harness session that stopped, handed out, or hand-outs a drive that was
 // killed had queued, which the drive launches before it steps rather than
 // let the step charge them. Each is as the step that handed it out gave
-// it, sorted by name. It takes no lock and writes nothing.
+// it, sorted by name. None while the last step's outcome is not launch:
+// a blocked or uncertain run waits on a person. It takes no lock and
+// writes nothing.
 func (d *Driver) Unlaunched() ([]Handout, error) {
 	rec, err := d.run.read()
 	if err != nil {
+		return nil, err
+	}
+	if last, err := d.run.lastOutcome(rec.state); err != nil || last == nil || last.Kind != KindLaunch {
+		// A run that waits on a person (a block, an effect's fate) starts
+		// no new work before a step says it may.
 		return nil, err
 	}
 	want := map[string]int{}
@@ -298,7 +305,9 @@ func (d *Driver) Unlaunched() ([]Handout, error) {
 	}
 	if rd := rec.round; rd != nil {
 		for _, w := range rd.Workers {
-			delete(want, w.Job) // leased: a worker was launched for it
+			if want[w.Job] == w.Attempt {
+				delete(want, w.Job) // leased: a worker was launched for it
+			}
 		}
 	}
 	var out []Handout
