@@ -254,7 +254,8 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, o *engine.Run) {
 	})
 	if err != nil && r.Context().Err() == nil {
 		// The stream has begun: say why it ends, as an event of its own.
-		fmt.Fprintf(w, "event: failed\ndata: %s\n\n", strings.ReplaceAll(err.Error(), "\n", " "))
+		// A line break of any kind would end the data line.
+		fmt.Fprintf(w, "event: failed\ndata: %s\n\n", strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(err.Error()))
 		flusher.Flush()
 	}
 }
