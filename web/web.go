@@ -38,9 +38,15 @@ import (
 type Server struct {
 	Registry *workflow.Registry
 	Dirs     []string
-	// AnyHost answers requests whatever host they name: for a server on an
-	// address other than loopback, which the operator chose.
-	AnyHost bool
+	// AnyIP answers requests to any IP address, not only a loopback one:
+	// for a server on an address other than loopback, which the operator
+	// chose. A name is answered only when it is loopback's or in Hosts: a
+	// web page can point a name of its own at any address (DNS
+	// rebinding), never an address literal.
+	AnyIP bool
+	// Hosts are the names, besides localhost, that the server answers
+	// requests to (serve's --allow-host), lower-case.
+	Hosts []string
 
 	mu    sync.Mutex
 	found time.Time
@@ -75,8 +81,8 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			http.Error(w, "custodian serve is read-only: it answers GET and HEAD", http.StatusMethodNotAllowed)
 			return
 		}
-		if !s.AnyHost && !loopbackHost(r.Host) {
-			http.Error(w, "this server answers requests to 127.0.0.1, ::1 or localhost only", http.StatusForbidden)
+		if !s.answers(r.Host) {
+			http.Error(w, "this server answers requests to its addresses, to localhost and to the names custodian serve --allow-host gives only", http.StatusForbidden)
 			return
 		}
 		h := w.Header()
@@ -87,17 +93,17 @@ func (s *Server) guard(next http.Handler) http.Handler {
 	})
 }
 
-// loopbackHost says whether a request's Host names this machine's loopback.
-func loopbackHost(host string) bool {
+// answers says whether the server answers a request whose Host is host:
+// a loopback name or address; with AnyIP any address; a name of Hosts.
+func (s *Server) answers(host string) bool {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
-	host = strings.Trim(host, "[]")
-	if strings.EqualFold(host, "localhost") {
-		return true
+	host = strings.ToLower(strings.Trim(host, "[]"))
+	if ip := net.ParseIP(host); ip != nil {
+		return ip.IsLoopback() || s.AnyIP
 	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return host == "localhost" || slices.Contains(s.Hosts, host)
 }
 
 // list returns the runs under the directories, walked again when the last

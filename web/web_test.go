@@ -27,6 +27,12 @@ import (
 // once, and the run.
 func served(t *testing.T) (*httptest.Server, *engine.Run) {
 	t.Helper()
+	return servedAs(t, &web.Server{})
+}
+
+// servedAs is served with the settings of s.
+func servedAs(t *testing.T, s *web.Server) (*httptest.Server, *engine.Run) {
+	t.Helper()
 	root := t.TempDir()
 	reg := definitions.Builtin()
 	dir, err := trial.Setup(reg, trial.SetupOptions{Scenario: "clean", Dir: filepath.Join(root, "runs", "clean")})
@@ -38,7 +44,8 @@ func served(t *testing.T) (*httptest.Server, *engine.Run) {
 	require.NoError(t, err)
 	require.Equal(t, engine.KindLaunch, out.Kind)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "hostile.md"), []byte("<script>alert(1)</script>\n"), 0o644))
-	srv := httptest.NewServer((&web.Server{Registry: reg, Dirs: []string{root}}).Handler())
+	s.Registry, s.Dirs = reg, []string{root}
+	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
 	return srv, o
 }
@@ -116,19 +123,38 @@ func TestEveryRouteAnswersGetAndRefusesTheRest(t *testing.T) {
 	assert.Equal(t, before, snapshot(t, filepath.Dir(filepath.Dir(o.Dir()))), "a request changed a file")
 }
 
-func TestOnlyALoopbackNameIsAnswered(t *testing.T) {
-	srv, _ := served(t)
-	for host, code := range map[string]int{
-		"127.0.0.1:8080": http.StatusOK, "localhost:8080": http.StatusOK, "[::1]:8080": http.StatusOK,
+func TestOnlyItsOwnNamesAreAnswered(t *testing.T) {
+	loopback := map[string]int{
+		"127.0.0.1:8080": http.StatusOK, "localhost:8080": http.StatusOK, "[::1]:8080": http.StatusOK, "LocalHost": http.StatusOK,
 		"evil.example": http.StatusForbidden, "custodian.example:8080": http.StatusForbidden, "10.0.0.1": http.StatusForbidden,
+	}
+	// On another address, any address literal, and the names given: a
+	// name a web page points at the server is not one of them.
+	wide := map[string]int{
+		"127.0.0.1:8080": http.StatusOK, "localhost": http.StatusOK, "10.0.0.1:8080": http.StatusOK, "[fe80::1]:8080": http.StatusOK,
+		"runs.lan:8080": http.StatusOK, "RUNS.LAN": http.StatusOK,
+		"evil.example": http.StatusForbidden, "runs.lan.evil.example": http.StatusForbidden,
+	}
+	for _, tt := range []struct {
+		name  string
+		srv   *web.Server
+		hosts map[string]int
+	}{
+		{"on loopback", &web.Server{}, loopback},
+		{"on another address", &web.Server{AnyIP: true, Hosts: []string{"runs.lan"}}, wide},
 	} {
-		req, err := http.NewRequest(http.MethodGet, srv.URL+"/", nil)
-		require.NoError(t, err)
-		req.Host = host
-		resp, err := srv.Client().Do(req)
-		require.NoError(t, err)
-		resp.Body.Close()
-		assert.Equal(t, code, resp.StatusCode, host)
+		t.Run(tt.name, func(t *testing.T) {
+			srv, _ := servedAs(t, tt.srv)
+			for host, code := range tt.hosts {
+				req, err := http.NewRequest(http.MethodGet, srv.URL+"/", nil)
+				require.NoError(t, err)
+				req.Host = host
+				resp, err := srv.Client().Do(req)
+				require.NoError(t, err)
+				resp.Body.Close()
+				assert.Equal(t, code, resp.StatusCode, host)
+			}
+		})
 	}
 }
 

@@ -110,17 +110,29 @@ func TestServeListensOnLoopbackUnlessToldAndEndsAtASignal(t *testing.T) {
 		assert.Empty(t, s.stderr.String())
 	}
 
+	// A name is answered only when the operator gives it.
+	s := startServe(t, binary, root, "--allow-host", "Runs.LAN")
+	for host, code := range map[string]int{"runs.lan": http.StatusOK, "other.lan": http.StatusForbidden} {
+		req, err := http.NewRequest(http.MethodGet, s.url+"runs.json", nil)
+		require.NoError(t, err)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, code, resp.StatusCode, host)
+	}
+
 	r := run(t, binary, nil, "serve", root, "--addr", ":0")
 	assert.Equal(t, 2, r.code, "an address without a host would listen on every interface")
 	assert.Contains(t, r.stderr, "custodian: serve: --addr \":0\" names no host")
 
-	s := exec.Command(binary, "serve", root, "--addr", "0.0.0.0:0")
+	wide := exec.Command(binary, "serve", root, "--addr", "0.0.0.0:0")
 	var stdout, stderr bytes.Buffer
-	s.Stdout, s.Stderr = &stdout, &stderr
-	require.NoError(t, s.Start())
+	wide.Stdout, wide.Stderr = &stdout, &stderr
+	require.NoError(t, wide.Start())
 	require.Eventually(t, func() bool { return strings.Contains(stdout.String(), "serving http://") }, 10*time.Second, 20*time.Millisecond)
-	require.NoError(t, s.Process.Signal(syscall.SIGINT))
-	require.NoError(t, s.Wait())
+	require.NoError(t, wide.Process.Signal(syscall.SIGINT))
+	require.NoError(t, wide.Wait())
 	assert.Contains(t, stderr.String(), "custodian: warning: serving on 0.0.0.0:")
 	assert.Contains(t, stderr.String(), "anyone who reaches this address can read the runs")
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -26,14 +27,17 @@ func serveCommand(reg *workflow.Registry) *cli.Command {
 	return &cli.Command{
 		Name:      "serve",
 		Usage:     "serve the runs under directories as live web pages, read-only, on this machine",
-		ArgsUsage: "[DIR...] [--addr HOST:PORT]",
+		ArgsUsage: "[DIR...] [--addr HOST:PORT] [--allow-host NAME]...",
 		Description: "Serve lists the runs under each DIR (default .) as `custodian runs` does, and serves the index and\n" +
 			"each run's page, which follow the runs while they are stepped or driven. It prints the address it\n" +
 			"listens on, 127.0.0.1 with a free port unless --addr names another; it answers GET and HEAD only\n" +
 			"and changes nothing. Another host than loopback must be given whole (0.0.0.0:8080, not :8080):\n" +
-			"anyone who reaches it can read the runs. SIGINT or SIGTERM ends it.",
+			"anyone who reaches it can read the runs. It answers requests to an address, to localhost, to the\n" +
+			"name --addr gives and to each --allow-host NAME, never to another name, which a web page could\n" +
+			"point at it. SIGINT or SIGTERM ends it.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "addr", Usage: "listen on `HOST:PORT`", Value: serveAddress},
+			&cli.StringSliceFlag{Name: "allow-host", Usage: "answer requests to the name `NAME` too, besides addresses and localhost"},
 		},
 		Action: withArgs([]string{"DIR..."}, func(c *cli.Context, dirs []string) error {
 			addr := c.String("addr")
@@ -47,6 +51,13 @@ func serveCommand(reg *workflow.Registry) *cli.Command {
 			}
 			if len(dirs) == 0 {
 				dirs = []string{"."}
+			}
+			var hosts []string
+			if net.ParseIP(host) == nil && !strings.EqualFold(host, "localhost") {
+				hosts = append(hosts, strings.ToLower(host)) // the name it was told to listen on
+			}
+			for _, h := range c.StringSlice("allow-host") {
+				hosts = append(hosts, strings.ToLower(h))
 			}
 			l, err := net.Listen("tcp", addr)
 			if err != nil {
@@ -63,7 +74,7 @@ func serveCommand(reg *workflow.Registry) *cli.Command {
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			s := &http.Server{
-				Handler:           (&web.Server{Registry: reg, Dirs: dirs, AnyHost: !loopback}).Handler(),
+				Handler:           (&web.Server{Registry: reg, Dirs: dirs, AnyIP: !loopback, Hosts: hosts}).Handler(),
 				ReadHeaderTimeout: 10 * time.Second,
 				// The pages' event streams end with the server.
 				BaseContext: func(net.Listener) context.Context { return ctx },
