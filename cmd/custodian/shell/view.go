@@ -100,6 +100,10 @@ func relativeLink(base string) func(abs string) string {
 		for i, p := range parts {
 			parts[i] = url.PathEscape(p)
 		}
+		if parts[0] != ".." {
+			// A first name such as a:b would read as a URL's scheme.
+			parts = append([]string{"."}, parts...)
+		}
 		return strings.Join(parts, "/")
 	}
 }
