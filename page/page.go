@@ -14,7 +14,6 @@ import (
 	"html/template"
 	"io"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/custodian-run/custodian/runlist"
@@ -260,6 +259,7 @@ type bar struct {
 	Left    float64
 	Width   float64
 	Outcome string // accepted, refused, running, ...
+	from    time.Time
 }
 
 // timelineOf lays every hand-out of the stories along the run's time:
@@ -303,12 +303,9 @@ func timelineOf(stories []engine.JobStory) timeline {
 		}
 	}
 	var tl timeline
-	if len(spans) == 0 {
-		return tl
-	}
-	start, end := spans[0].from, spans[0].from
+	var start, end time.Time
 	for _, sp := range spans {
-		if !sp.from.IsZero() && sp.from.Before(start) {
+		if !sp.from.IsZero() && (start.IsZero() || sp.from.Before(start)) {
 			start = sp.from
 		}
 		for _, t := range []time.Time{sp.from, sp.to} {
@@ -317,13 +314,16 @@ func timelineOf(stories []engine.JobStory) timeline {
 			}
 		}
 	}
+	if start.IsZero() {
+		return tl // no attempt, or none with a time a record gives
+	}
 	total := end.Sub(start).Seconds()
 	for _, sp := range spans {
 		to := sp.to
 		if to.IsZero() {
-			to = end // not judged yet: it goes on to now
+			to = end // not judged yet: it runs to the timeline's end
 		}
-		b := bar{Job: sp.job, Attempt: sp.attempt, From: sp.fromAt, To: sp.toAt, Outcome: sp.outcome}
+		b := bar{Job: sp.job, Attempt: sp.attempt, From: sp.fromAt, To: sp.toAt, Outcome: sp.outcome, from: sp.from}
 		if total > 0 {
 			b.Left = 100 * sp.from.Sub(start).Seconds() / total
 			b.Width = max(0.5, 100*to.Sub(sp.from).Seconds()/total)
@@ -332,7 +332,7 @@ func timelineOf(stories []engine.JobStory) timeline {
 		}
 		tl.Bars = append(tl.Bars, b)
 	}
-	slices.SortStableFunc(tl.Bars, func(a, b bar) int { return strings.Compare(a.From, b.From) })
+	slices.SortStableFunc(tl.Bars, func(a, b bar) int { return a.from.Compare(b.from) })
 	tl.Start, tl.End = start.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339)
 	return tl
 }
