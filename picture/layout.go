@@ -2,6 +2,7 @@ package picture
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"unicode/utf8"
 )
@@ -154,7 +155,7 @@ func layout(d drawing) placed {
 		x += w + colGap
 	}
 	p.width = x - colGap + margin
-	top, bottom := 0.0, 0.0
+	top, bottom := math.Inf(1), math.Inf(-1)
 	for v := range vs {
 		top = min(top, ys[v]-vs[v].size.y/2)
 		bottom = max(bottom, ys[v]+vs[v].size.y/2)
