@@ -190,6 +190,15 @@ func TestAFileOfTheRunIsText(t *testing.T) {
 	resp, body = get(t, srv, "/run/file?"+q.Encode())
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
 	assert.Contains(t, body, "link.md is a symbolic link, which is not shown")
+
+	// Nor through a linked directory on the way, nor out of the run.
+	require.NoError(t, os.Symlink("/etc", filepath.Join(o.Dir(), "etc")))
+	for _, rel := range []string{"etc/passwd", "../../../../../../etc/passwd", "/etc/passwd"} {
+		q.Set("rel", rel)
+		resp, body = get(t, srv, "/run/file?"+q.Encode())
+		assert.GreaterOrEqual(t, resp.StatusCode, 400, rel)
+		assert.NotContains(t, body, "root:", rel)
+	}
 }
 
 func TestTheIndexAndTheRunsPages(t *testing.T) {
