@@ -92,6 +92,7 @@ func (b *besideRunning) relative(s string) string { return strings.ReplaceAll(s,
 // the run recovers as a drive recovers, to the records, kept files and
 // outcome of the step that was not ended.
 func TestEveryCrashPointOfAStepBesideRunningWorkers(t *testing.T) {
+	t.Parallel()
 	ref := newBesideRunning(t)
 	log := filepath.Join(t.TempDir(), "writes")
 	r := ref.step(t, crashBinary, "CUSTODIAN_CRASH_LOG="+log)

@@ -561,6 +561,7 @@ var scriptCourse = []string{
 }
 
 func TestEveryCrashPointOfAScriptedRun(t *testing.T) {
+	t.Parallel()
 	// The uninterrupted course, recording every command's writes.
 	ref := newScriptDriver(t)
 	ref.logs = t.TempDir()

@@ -779,6 +779,7 @@ func statusJobsWith(t *testing.T, bin, dir string) map[string]jobStatus {
 }
 
 func TestDriveUsageLimit(t *testing.T) {
+	t.Parallel()
 	for _, profile := range profiles {
 		t.Run(profile, func(t *testing.T) {
 			t.Parallel()

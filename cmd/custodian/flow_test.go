@@ -43,6 +43,7 @@ func spans(t *testing.T, h *harness) map[string][2]int64 {
 // while unrelated workers still run, and the drive says how the work in
 // flight stands after each step.
 func TestDriveLaunchesAJobWhenWhatItWaitsOnIsAccepted(t *testing.T) {
+	t.Parallel()
 	dir := pipelinesRun(t, "2")
 	h := newHarness(t, map[string][]string{"audit-01": {"slow:0.2"}, "audit-02": {"slow:3"}, "follow-01": {"slow:0.2"}})
 	r := driveRun(t, variantBinaries["fanout"], h, dir, "exec", "--json")
@@ -94,6 +95,7 @@ func TestDriveLaunchesAJobWhenWhatItWaitsOnIsAccepted(t *testing.T) {
 // A block stops new launches; the workers that run end on their own before
 // drive reports the stop, and what they wrote is judged by the next step.
 func TestDriveStopsLaunchingAtABlockAndLetsItsWorkersEnd(t *testing.T) {
+	t.Parallel()
 	dir := pipelinesRun(t, "2")
 	h := newHarness(t, map[string][]string{"audit-01": {"problem"}, "audit-02": {"slow:2"}})
 	r := driveRun(t, variantBinaries["fanout"], h, dir, "exec")
@@ -118,6 +120,7 @@ func TestDriveStopsLaunchingAtABlockAndLetsItsWorkersEnd(t *testing.T) {
 
 // The log says what each of a drive's steps left running, in one line.
 func TestLogSaysWhatADrivesStepLeftRunning(t *testing.T) {
+	t.Parallel()
 	dir := pipelinesRun(t, "2")
 	h := newHarness(t, map[string][]string{"audit-01": {"slow:0.2"}, "audit-02": {"slow:2"}})
 	r := driveRun(t, variantBinaries["fanout"], h, dir, "exec")
@@ -129,6 +132,7 @@ func TestLogSaysWhatADrivesStepLeftRunning(t *testing.T) {
 // command holds (an operator's command that is refused), rather than fail
 // and end the workers.
 func TestADrivesStepBesideItsWorkersWaitsForAnOperatorsLock(t *testing.T) {
+	t.Parallel()
 	dir := pipelinesRun(t, "2")
 	h := newHarness(t, map[string][]string{"audit-01": {"slow:0.3"}, "audit-02": {"slow:2.5"}})
 	d := startDriveWith(t, variantBinaries["fanout"], h, dir, "exec")

@@ -48,6 +48,7 @@ func startServe(t *testing.T, bin string, args ...string) *serving {
 }
 
 func TestServeFollowsALiveDriveInABrowser(t *testing.T) {
+	t.Parallel()
 	chromium(t)
 	root := t.TempDir()
 	dir := fanoutRun(t, root, 6)
