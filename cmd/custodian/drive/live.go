@@ -49,7 +49,7 @@ func (l *Live) Emit(e Event) {
 	l.out.mu.Lock()
 	defer l.out.mu.Unlock()
 	l.view.apply(e)
-	if e.Kind != EventOutput {
+	if e.logged() {
 		l.log = append(l.log, e.Time.Format(time.TimeOnly)+" "+e.String())
 	}
 }

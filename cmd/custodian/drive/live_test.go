@@ -126,7 +126,7 @@ func TestLiveRedrawsInPlace(t *testing.T) {
 	l.Emit(Event{Kind: EventRound, Round: 1, Jobs: []string{"claims"}})
 	l.Emit(Event{Kind: EventLaunched, Job: "claims", Attempt: 1, Pid: 7})
 	l.draw()
-	assert.Equal(t, "15:00:00 step 1 handed out 1 job: claims\n15:00:00 claims: launched, attempt 1, pid 7\n"+
+	assert.Equal(t, "15:00:00 claims: launched, attempt 1, pid 7\n"+
 		"1 running · 0 queued · 0 finished · 0 killed\n  claims      0:00\n", b.String(),
 		"the events above, the frame below")
 

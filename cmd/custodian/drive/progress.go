@@ -115,6 +115,14 @@ func (e Event) String() string {
 	return string(e.Kind)
 }
 
+// logged says whether a line of the event goes in a log a person reads:
+// not a worker's output, which would swamp the events (the evidence of
+// each launch keeps it), nor a step's hand-outs, which the line of what
+// the step decided names already.
+func (e Event) logged() bool {
+	return e.Kind != EventOutput && (e.Kind != EventRound || e.Round == 0)
+}
+
 // Sink shows a drive's events as they happen. Its methods are safe for
 // concurrent use: workers' output arrives from their own goroutines. A
 // write that fails does not stop the drive; Close returns the first such
@@ -175,7 +183,7 @@ func NewPlain(w io.Writer) *Plain { return &Plain{out: writer{w: w}} }
 
 // Emit writes the event's line.
 func (p *Plain) Emit(e Event) {
-	if e.Kind == EventOutput {
+	if !e.logged() {
 		return
 	}
 	stamp(&e, time.Now)

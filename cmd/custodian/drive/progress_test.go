@@ -40,8 +40,7 @@ func TestPlainSink(t *testing.T) {
 		sink.Emit(e)
 	}
 	require.NoError(t, sink.Close())
-	assert.Equal(t, `15:00:00 step 1 handed out 2 jobs: assumptions, claims
-15:00:00 claims: launched, attempt 1, pid 4242
+	assert.Equal(t, `15:00:00 claims: launched, attempt 1, pid 4242
 15:00:00 assumptions: launch failed: launch parameter "tools" has no flag
 15:01:30 claims: usage-limited, exit 1, after 1m30.4s
 15:01:30 paused for a usage limit until 2026-07-01 22:00:00 UTC (claims: You've hit your limit · resets 10pm (UTC))
@@ -136,4 +135,16 @@ func TestEventDecidedSaysAlikeThingsOnce(t *testing.T) {
 		"refused 1 (validator-refused): check; not charged 1 (no worker attempted them): lint; handed out 1: lint; "+
 		"effect publish completed; blocked 30 (no-output): audit-00, audit-01, audit-02 and 27 more",
 		drive.Event{Kind: drive.EventDecided, Decided: dec}.String())
+}
+
+// A step's hand-outs are in the line of what it decided; only those taken
+// over from before the drive get a line of their own.
+func TestPlainSinkNamesHandoutsOnce(t *testing.T) {
+	var b strings.Builder
+	p := drive.NewPlain(&b)
+	t0 := time.Date(2026, 7, 1, 15, 0, 0, 0, time.UTC)
+	p.Emit(drive.Event{Kind: drive.EventRound, Time: t0, Round: 0, Jobs: []string{"claims"}})
+	p.Emit(drive.Event{Kind: drive.EventRound, Time: t0, Round: 2, Jobs: []string{"reconcile"}})
+	require.NoError(t, p.Close())
+	assert.Equal(t, "15:00:00 taking over 1 job handed out before this drive: claims\n", b.String())
 }
