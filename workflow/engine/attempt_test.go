@@ -195,11 +195,14 @@ func TestDriverBookkeepingWaitsForTheLock(t *testing.T) {
 	defer other.Close()
 	unlock, err := other.Lock()
 	require.NoError(t, err)
+	released := make(chan struct{})
 	go func() {
+		defer close(released)
 		time.Sleep(300 * time.Millisecond)
 		unlock()
 	}()
 	recordLaunch(t, h.o.Driver(engine.Process{}), first, "finished")
+	<-released // before other.Close, which unlock's bookkeeping must precede
 	_, err = h.o.Report(engine.ReportRepair, "", "x")
 	require.NoError(t, err)
 	assert.True(t, h.state().Jobs["a"].Outstanding.Worked)
