@@ -116,7 +116,11 @@ func describe(e engine.Event) string {
 	case engine.EventEffect:
 		return fmt.Sprintf("effect %s %s, run %d, by %s", e.Subject, e.Text, e.Attempt, e.Kind)
 	case engine.EventLaunch:
-		return fmt.Sprintf("launched %s, attempt %d: %s; evidence %s", e.Subject, e.Attempt, e.Text, e.Path)
+		line := fmt.Sprintf("launched %s, attempt %d: %s", e.Subject, e.Attempt, e.Text)
+		if e.Path != "" { // a hand-out drive never launched has no evidence
+			line += "; evidence " + e.Path
+		}
+		return line
 	case engine.EventRelease:
 		if e.Text != "" {
 			return "released " + e.Subject + ": " + e.Text
