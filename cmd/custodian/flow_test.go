@@ -147,3 +147,47 @@ func TestADrivesStepBesideItsWorkersWaitsForAnOperatorsLock(t *testing.T) {
 	assert.Less(t, s["follow-01"][0], s["audit-02"][1], "the step after the lock went on beside audit-02")
 	assert.NotContains(t, redefOK(t, "fanout", "log", dir), "killed", "a worker was ended")
 }
+
+// A step that ends inside an effect while a worker runs stops new
+// launches as an uncertain outcome does: the worker ends and is recorded,
+// then drive reports the stop and ends uncertain.
+func TestDriveLetsItsWorkersEndWhenAStepEndsInsideAnEffect(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "sideeffect")
+	redefOK(t, "fanout", "start", "sideeffect", "--run", dir)
+	h := newHarness(t, map[string][]string{"quick": {"slow:0.2"}, "slow": {"slow:2"}})
+	r := driveRun(t, variantBinaries["fanout"], h, dir, "exec")
+	require.Equal(t, 11, r.code, "uncertain: stdout %q, stderr %s", r.stdout, r.stderr)
+	assert.Contains(t, r.stderr, "custodian: step ended with exit status 9, inside an effect; drive reported the stop")
+	s := spans(t, h)
+	require.Contains(t, s, "slow")
+	assert.NotZero(t, s["slow"][1], "slow's worker was not let end")
+
+	log := redefOK(t, "fanout", "log", dir)
+	ended := strings.Index(log, "launched slow, attempt 1: finished, exit 0")
+	reported := strings.Index(log, "stop: step ended with exit status 9, inside an effect")
+	require.Positive(t, ended, log)
+	require.Positive(t, reported, log)
+	assert.Less(t, ended, reported, "drive reported the stop before its worker ended")
+}
+
+// A launch set-up that cannot launch what a step hands out while workers
+// run launches nothing more: the workers end and are recorded, drive
+// exits 2 naming the job, and the hand-out stays for the next drive.
+func TestDriveStopsAtALaunchSetupFaultAndLetsItsWorkersEnd(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "pipelines")
+	redefOK(t, "fanout", "start", "pipelines", "--run", dir, "--param", "items=3", "--param", "model=small")
+	// One place: audit-02 takes audit-01's at once, and audit-03 waits.
+	h := newHarness(t, map[string][]string{"audit-01": {"slow:0.2"}, "audit-02": {"slow:2"}})
+	r := driveRun(t, variantBinaries["fanout"], h, dir, "exec", "--max-parallel", "1")
+	require.Equal(t, 2, r.code, "stdout %q, stderr %s", r.stdout, r.stderr)
+	assert.Contains(t, r.stderr, `follow-01: launch parameter "model"`)
+	s := spans(t, h)
+	assert.NotZero(t, s["audit-02"][1], "audit-02's worker was not let end")
+	assert.NotContains(t, s, "audit-03", "a queued job was launched after the fault")
+	assert.NotContains(t, s, "follow-01")
+	log := redefOK(t, "fanout", "log", dir)
+	assert.Contains(t, log, "launched audit-02, attempt 1: finished, exit 0")
+	assert.Contains(t, log, "launched audit-03, attempt 1: not launched: drive stopped before it started a worker\n", "the queued job is not charged")
+}

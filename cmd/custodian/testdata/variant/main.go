@@ -24,7 +24,11 @@
 //	           third, pipelines: for each of its parameter items (default
 //	           16) an audit-NN job, then a follow-NN job that reads its
 //	           output, and a join that reads every follow-up (drive's
-//	           benchmark, bench_drive_test.go)
+//	           benchmark, bench_drive_test.go); its parameter model, when
+//	           given, is each follow-up's launch parameter model; and a
+//	           fourth, sideeffect: jobs slow and quick at once, then, after
+//	           quick, an effect that ends the step's process with status 9,
+//	           as a crash inside an effect would (flow_test.go)
 //
 // Every variant also carries the audit definition: one job audit-PACKAGE
 // per line "PACKAGE FROM TO" of the run's manifest.txt, read through
@@ -96,7 +100,7 @@ func main() {
 	}
 	defs := []*workflow.Definition{notes(), audit(), approval()}
 	if variant == "fanout" {
-		defs = append(defs, fanout(), pipelines())
+		defs = append(defs, fanout(), pipelines(), sideEffect())
 	}
 	reg, err := workflow.NewRegistry(defs...)
 	if err != nil {
@@ -239,9 +243,10 @@ func fanout() *workflow.Definition {
 
 func pipelines() *workflow.Definition {
 	return &workflow.Definition{
-		Name:   "pipelines",
-		Doc:    "for each item an audit, then a follow-up that reads it, then a join of the follow-ups",
-		Params: []workflow.Param{{Name: "items", Doc: "how many items", Default: "16", Validate: isCount}},
+		Name: "pipelines",
+		Doc:  "for each item an audit, then a follow-up that reads it, then a join of the follow-ups",
+		Params: []workflow.Param{{Name: "items", Doc: "how many items", Default: "16", Validate: isCount},
+			{Name: "model", Doc: "the follow-ups' launch parameter model; none when empty"}},
 		Run: func(ctx *workflow.Context) error {
 			n, err := strconv.Atoi(ctx.Param("items"))
 			if err != nil {
@@ -254,8 +259,12 @@ func pipelines() *workflow.Definition {
 				paths[i] = func() {
 					ctx.Agent(workflow.Job{Name: "audit-" + item, Prompt: "Audit item " + item + ".",
 						Output: "audit-" + item + ".md", Validate: notEmpty}).Wait()
-					follow[i] = ctx.Agent(workflow.Job{Name: "follow-" + item, Prompt: "Follow up the audit of item " + item + ".",
-						Inputs: []string{"audit-" + item + ".md"}, Output: "follow-" + item + ".md", Validate: notEmpty})
+					f := workflow.Job{Name: "follow-" + item, Prompt: "Follow up the audit of item " + item + ".",
+						Inputs: []string{"audit-" + item + ".md"}, Output: "follow-" + item + ".md", Validate: notEmpty}
+					if m := ctx.Param("model"); m != "" {
+						f.Launch = map[string]any{"model": m}
+					}
+					follow[i] = ctx.Agent(f)
 				}
 			}
 			ctx.Parallel(paths...)
@@ -265,6 +274,23 @@ func pipelines() *workflow.Definition {
 			}
 			ctx.Wait(follow...)
 			ctx.Agent(workflow.Job{Name: "join", Prompt: "Join the follow-ups.", Inputs: inputs, Output: "join.md", Validate: notEmpty}).Wait()
+			return nil
+		},
+	}
+}
+
+func sideEffect() *workflow.Definition {
+	return &workflow.Definition{
+		Name: "sideeffect",
+		Doc:  "jobs slow and quick at once; after quick, an effect that ends the process",
+		Run: func(ctx *workflow.Context) error {
+			slow := ctx.Agent(workflow.Job{Name: "slow", Prompt: "Take your time.", Output: "slow.md", Validate: notEmpty})
+			ctx.Agent(workflow.Job{Name: "quick", Prompt: "Be quick.", Output: "quick.md", Validate: notEmpty}).Wait()
+			ctx.Effect("crash", func() error {
+				os.Exit(9) // as a process that crashed inside the effect
+				return nil
+			})
+			slow.Wait()
 			return nil
 		},
 	}
