@@ -192,6 +192,11 @@ func TestTrialDemoDrivesARunThroughTheBinary(t *testing.T) {
 			if tc.final == "final: done" {
 				assert.Equal(t, "done\n", ok(t, "step", dir))
 			}
+			if tc.scenario == "problem" {
+				// The second drive's steps are numbered as the run counts
+				// them, as the lines of what they decided are.
+				assert.Regexp(t, `\d\d:\d\d:\d\d step 4: launch\n\d\d:\d\d:\d\d step 4 decided: `, out)
+			}
 		})
 	}
 }

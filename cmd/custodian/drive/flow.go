@@ -18,18 +18,18 @@ const Settle = 150 * time.Millisecond
 // flow is a drive's work in flight: the workers that run, the hand-outs
 // that wait for a place, and whether a step is owed.
 type flow struct {
-	d       *driver
-	running map[string]*launched
-	queue   []engine.Handout
-	ended   chan *launched   // each worker's end, from its watcher
-	done    chan struct{}    // closed when the drive ends: no watcher waits on it
-	owed    bool             // a step is owed: a worker ended, or a launch failed
-	settle  <-chan time.Time // set while ends settle before the step they owe
-	pause   <-chan time.Time // set while a usage limit is waited out
-	again   []engine.Handout // a usage limit's relaunch an interrupt or a stop held back
-	steps   int              // steps this drive took
-	judged  int              // workers that ended since the last step: its to judge
-	stopped engine.Outcome   // the blocked or uncertain outcome that stops launching
+	d        *driver
+	running  map[string]*launched
+	queue    []engine.Handout
+	ended    chan *launched   // each worker's end, from its watcher
+	done     chan struct{}    // closed when the drive ends: no watcher waits on it
+	owed     bool             // a step is owed: a worker ended, or a launch failed
+	settle   <-chan time.Time // set while ends settle before the step they owe
+	pause    <-chan time.Time // set while a usage limit is waited out
+	again    []engine.Handout // a usage limit's relaunch an interrupt or a stop held back
+	lastStep int              // the run's last step, as this drive took it
+	judged   int              // workers that ended since the last step: its to judge
+	stopped  engine.Outcome   // the blocked or uncertain outcome that stops launching
 	// inEffect is a step that ended inside an effect: drive launches
 	// nothing more, and reports the stop once its workers end.
 	inEffect *EndedInEffectError
@@ -153,12 +153,10 @@ func (f *flow) step() (status int, done bool, err error) {
 	case err != nil:
 		return 0, true, err
 	}
-	f.steps++
 	judged := f.judged
 	f.judged = 0
 	d.last = printed
-	d.sink.Emit(Event{Kind: EventStep, Round: f.steps, Outcome: string(out.Kind)})
-	if err := d.decided(); err != nil {
+	if f.lastStep, err = d.decided(out); err != nil {
 		return 0, true, err
 	}
 	switch out.Kind {
@@ -211,7 +209,7 @@ func (f *flow) handOut(jobs []engine.Handout) {
 	for i, h := range jobs {
 		names[i] = h.Name
 	}
-	f.d.sink.Emit(Event{Kind: EventRound, Round: f.steps, Jobs: names})
+	f.d.sink.Emit(Event{Kind: EventRound, Round: f.lastStep, Jobs: names})
 	f.queue = append(f.queue, jobs...)
 }
 

@@ -313,14 +313,16 @@ func (e *StepError) Unwrap() error {
 	return nil
 }
 
-// decided tells what the last step decided: one line, and one event.
-func (d *driver) decided() error {
+// decided tells what the last step decided, its outcome and what it
+// decided in an event each, and returns the step's number in the run.
+func (d *driver) decided(out engine.Outcome) (int, error) {
 	dec, err := d.held.Decisions()
 	if err != nil {
-		return err
+		return 0, err
 	}
+	d.sink.Emit(Event{Kind: EventStep, Round: dec.Step, Outcome: string(out.Kind)})
 	d.sink.Emit(Event{Kind: EventDecided, Decided: &dec})
-	return nil
+	return dec.Step, nil
 }
 
 // stop reports that drive stops, as an agent orchestrator would: with

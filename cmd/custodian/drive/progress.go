@@ -19,14 +19,14 @@ type EventKind string
 
 // The events of a drive, with the fields of Event each one sets.
 const (
-	EventRound        EventKind = "round"         // a step handed out jobs to launch: Round (the drive's step), Jobs
+	EventRound        EventKind = "round"         // a step handed out jobs to launch: Round (the step's number in the run; 0: taken over), Jobs
 	EventLaunched     EventKind = "launched"      // a worker started: Job, Attempt, Pid
 	EventOutput       EventKind = "output"        // a worker wrote a line: Job, Text
 	EventEnded        EventKind = "ended"         // a worker ended: Job, Outcome, Status, Duration
 	EventLaunchFailed EventKind = "launch-failed" // a job could not be launched: Job, Text
 	EventPaused       EventKind = "paused"        // launching waits out a usage limit: Until, Job, Text
 	EventResumed      EventKind = "resumed"       // launching goes on
-	EventStep         EventKind = "step"          // a step ended: Round (the drive's step), Outcome (its outcome word)
+	EventStep         EventKind = "step"          // a step ended: Round (its number in the run), Outcome (its outcome word)
 	EventDecided      EventKind = "decided"       // what the step decided: Decided
 	EventInterrupted  EventKind = "interrupted"   // a signal stops the drive; its workers are being ended
 	EventFlow         EventKind = "flow"          // after a step, the work in flight: Flow
