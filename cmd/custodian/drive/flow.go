@@ -102,6 +102,11 @@ func (d *driver) drive() (status int, err error) {
 			if err != nil || done {
 				return status, err
 			}
+			if f.stopping() {
+				if err := f.dropQueue(); err != nil {
+					return 0, err
+				}
+			}
 		}
 		if err := f.launch(); err != nil {
 			return 0, err
@@ -279,11 +284,23 @@ func (f *flow) flowEvent(judged int) {
 		Queued: len(f.queue) + len(f.again), Judged: judged}})
 }
 
+// dropQueue records that the hand-outs waiting for a place are not
+// launched: the next step hands them out again, not charged. drive does
+// so as soon as it stops launching, not once its workers have ended, so
+// that a drive killed meanwhile charges none of them either.
+func (f *flow) dropQueue() error {
+	if err := f.d.held.NotLaunched(append(f.queue, f.again...)); err != nil {
+		return err
+	}
+	f.queue, f.again = nil, nil
+	return nil
+}
+
 // finish ends the drive once no worker runs: what was queued is handed
 // out again at the next step, not charged; a stop is reported.
 func (f *flow) finish() (int, error) {
 	d := f.d
-	if err := d.held.NotLaunched(append(f.queue, f.again...)); err != nil {
+	if err := f.dropQueue(); err != nil {
 		return 0, err
 	}
 	if err := d.held.EndRound(); err != nil {
