@@ -28,7 +28,7 @@ type flow struct {
 	pause    <-chan time.Time // set while a usage limit is waited out
 	again    []engine.Handout // a usage limit's relaunch an interrupt or a stop held back
 	lastStep int              // the run's last step, as this drive took it
-	judged   int              // workers that ended since the last step: its to judge
+	judged   int              // workers that ended since the last step, for the next to judge
 	stopped  engine.Outcome   // the blocked or uncertain outcome that stops launching
 	// inEffect is a step that ended inside an effect: drive launches
 	// nothing more, and reports the stop once its workers end.
