@@ -1,15 +1,12 @@
 package runlist_test
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/custodian-run/custodian/internal/proc"
+	"github.com/custodian-run/custodian/internal/snapshot"
 	"github.com/custodian-run/custodian/runlist"
 	"github.com/custodian-run/custodian/trial"
 	"github.com/custodian-run/custodian/workflow"
@@ -154,43 +151,6 @@ func tree(t *testing.T, root string) *workflow.Registry {
 	return listed
 }
 
-// snapshot returns every path under root, without following links, with
-// its kind, mode, time, and bytes or target: what a command that writes
-// nothing leaves as it was.
-func snapshot(t *testing.T, root string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		desc := fmt.Sprintf("%s %d %s", info.Mode(), info.Size(), info.ModTime())
-		switch {
-		case info.Mode().IsRegular():
-			data, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			sum := sha256.Sum256(data)
-			desc += " " + hex.EncodeToString(sum[:])
-		case info.Mode()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(path)
-			if err != nil {
-				return err
-			}
-			desc += " -> " + target
-		}
-		out[path] = desc
-		return nil
-	})
-	require.NoError(t, err)
-	return out
-}
-
 // lockAll takes the lock of every run under root that has a lock file, as
 // another process stepping each would hold it.
 func lockAll(t *testing.T, root string) {
@@ -218,12 +178,12 @@ func lockAll(t *testing.T, root string) {
 func TestFind_listsEveryRunWhereItStands(t *testing.T) {
 	root := t.TempDir()
 	reg := tree(t, root)
-	before := snapshot(t, root)
+	before := snapshot.Take(t, root)
 	lockAll(t, root)
 
 	entries, err := runlist.Find(reg, root)
 	require.NoError(t, err)
-	assert.Equal(t, before, snapshot(t, root), "Find changed the tree")
+	assert.Equal(t, before, snapshot.Take(t, root), "Find changed the tree")
 
 	type want struct {
 		definition, state, summary string

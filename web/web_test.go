@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"io"
-	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -18,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/custodian-run/custodian/definitions"
+	"github.com/custodian-run/custodian/internal/snapshot"
 	"github.com/custodian-run/custodian/trial"
 	"github.com/custodian-run/custodian/web"
 	"github.com/custodian-run/custodian/workflow/engine"
@@ -60,38 +60,12 @@ func get(t *testing.T, srv *httptest.Server, route string) (*http.Response, stri
 	return resp, string(body)
 }
 
-// snapshot is every file under dir with its bytes and mode.
-func snapshot(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	files := map[string]string{}
-	require.NoError(t, filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		data := ""
-		if d.Type().IsRegular() {
-			b, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			data = string(b)
-		}
-		files[path] = info.Mode().String() + " " + data
-		return nil
-	}))
-	return files
-}
-
 func TestEveryRouteAnswersGetAndRefusesTheRest(t *testing.T) {
 	srv, o := served(t)
 	q := url.Values{"path": {o.Dir()}}.Encode()
 	routes := []string{"/", "/main", "/runs.json", "/run?" + q, "/run/main?" + q, "/run/status.json?" + q,
 		"/run/file?" + q + "&rel=hostile.md", "/run/events?" + q}
-	before := snapshot(t, filepath.Dir(filepath.Dir(o.Dir())))
+	before := snapshot.Take(t, filepath.Dir(filepath.Dir(o.Dir())))
 	for _, route := range routes {
 		t.Run(route, func(t *testing.T) {
 			if strings.HasPrefix(route, "/run/events") {
@@ -120,7 +94,7 @@ func TestEveryRouteAnswersGetAndRefusesTheRest(t *testing.T) {
 			}
 		})
 	}
-	assert.Equal(t, before, snapshot(t, filepath.Dir(filepath.Dir(o.Dir()))), "a request changed a file")
+	assert.Equal(t, before, snapshot.Take(t, filepath.Dir(filepath.Dir(o.Dir()))), "a request changed a file")
 }
 
 func TestOnlyItsOwnNamesAreAnswered(t *testing.T) {

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/custodian-run/custodian/definitions"
+	"github.com/custodian-run/custodian/internal/snapshot"
 	"github.com/custodian-run/custodian/trial"
 	"github.com/custodian-run/custodian/workflow"
 	"github.com/custodian-run/custodian/workflow/engine"
@@ -132,48 +133,6 @@ func stateOfFile(t *testing.T, path string) fileState {
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 	return fileState{data: string(data), mtime: info.ModTime()}
-}
-
-// snapshot describes every entry under root without following a link: its
-// kind, size and modification time, a regular file's SHA-256 and a link's
-// target. Two equal snapshots mean nothing under root was written, moved
-// or made.
-func snapshot(t *testing.T, root string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(root, path)
-		if err != nil {
-			return err
-		}
-		desc := fmt.Sprintf("%s %d %s", info.Mode().Type(), info.Size(), info.ModTime().Format(time.RFC3339Nano))
-		switch {
-		case info.Mode().IsRegular():
-			data, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			sum := sha256.Sum256(data)
-			desc += " " + hex.EncodeToString(sum[:])
-		case info.Mode()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(path)
-			if err != nil {
-				return err
-			}
-			desc += " -> " + target
-		}
-		out[filepath.ToSlash(rel)] = desc
-		return nil
-	})
-	require.NoError(t, err)
-	return out
 }
 
 // firstRound sets up a clean trial run, takes its first step, which hands
@@ -356,15 +315,15 @@ func TestLinkedDirectoryOnTheWayIsRefused(t *testing.T) {
 			outside := filepath.Join(t.TempDir(), "outside")
 			require.NoError(t, os.Rename(filepath.Join(dir, link), outside))
 			require.NoError(t, os.Symlink(outside, filepath.Join(dir, link)))
-			beforeRun, beforeOutside := snapshot(t, dir), snapshot(t, outside)
+			beforeRun, beforeOutside := snapshot.Take(t, dir), snapshot.Take(t, outside)
 
 			r, _ := runWithin(t, killAfter, "step", dir)
 			assert.Equal(t, 4, r.code, "stdout %q, stderr %q", r.stdout, r.stderr)
 			assert.Empty(t, r.stdout)
 			assert.Contains(t, r.stderr, link+" is a symbolic link")
 			assert.Contains(t, r.stderr, "\ncustodian: hint: ")
-			assert.Equal(t, beforeOutside, snapshot(t, outside), "step wrote through the link, outside the run")
-			assert.Equal(t, beforeRun, snapshot(t, dir), "step wrote in the run")
+			assert.Equal(t, beforeOutside, snapshot.Take(t, outside), "step wrote through the link, outside the run")
+			assert.Equal(t, beforeRun, snapshot.Take(t, dir), "step wrote in the run")
 		})
 	}
 }
@@ -603,7 +562,7 @@ func TestUntrustedStateFieldsRefuseEveryCommand(t *testing.T) {
 			writeText(t, victim, "the operator's file beside the run\n")
 			sum := sha256.Sum256([]byte("the operator's file beside the run\n"))
 			editState(t, dir, func(st map[string]any) { tt.spoil(st, hex.EncodeToString(sum[:])) })
-			before := snapshot(t, filepath.Dir(dir))
+			before := snapshot.Take(t, filepath.Dir(dir))
 
 			for _, args := range everyCommand(dir) {
 				r, _ := runWithin(t, killAfter, args...)
@@ -611,7 +570,7 @@ func TestUntrustedStateFieldsRefuseEveryCommand(t *testing.T) {
 				assert.Contains(t, r.stderr, filepath.Join(dir, ".custodian", "state.json"), "custodian %s does not name the record", args[0])
 				assert.Contains(t, r.stderr, tt.field, "custodian %s does not name the field", args[0])
 			}
-			assert.Equal(t, before, snapshot(t, filepath.Dir(dir)), "a command wrote or moved a file")
+			assert.Equal(t, before, snapshot.Take(t, filepath.Dir(dir)), "a command wrote or moved a file")
 		})
 	}
 }
@@ -667,13 +626,13 @@ func TestRecordsThatDisagreeRefuseEveryCommand(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := trialRun(t, "clean")
 			named := tt.spoil(t, dir)
-			before := snapshot(t, dir)
+			before := snapshot.Take(t, dir)
 			for _, args := range [][]string{{"step", dir}, {"report", dir, "repair", "--text", "again"}, {"status", dir}, {"log", dir}} {
 				r, _ := runWithin(t, killAfter, args...)
 				assert.Equal(t, 4, r.code, "custodian %s: stdout %q, stderr %q", args[0], r.stdout, r.stderr)
 				assert.Contains(t, r.stderr, named, "custodian %s does not name what disagrees", args[0])
 			}
-			assert.Equal(t, before, snapshot(t, dir), "a command wrote to a run whose records disagree")
+			assert.Equal(t, before, snapshot.Take(t, dir), "a command wrote to a run whose records disagree")
 		})
 	}
 }
@@ -785,13 +744,13 @@ func TestTextFromTheCommandLineIsData(t *testing.T) {
 			dir := trialRun(t, "clean")
 			ok(t, "step", dir)
 			fresh := filepath.Join(t.TempDir(), "fresh")
-			before := snapshot(t, dir)
+			before := snapshot.Take(t, dir)
 			r, _ := runWithin(t, killAfter, tt.args(dir, fresh)...)
 			assert.Equal(t, 2, r.code, "stdout %q, stderr %q", r.stdout, r.stderr)
 			assert.Empty(t, r.stdout)
 			assert.Contains(t, r.stderr, "UTF-8")
 			assert.Contains(t, r.stderr, "\ncustodian: hint: ")
-			assert.Equal(t, before, snapshot(t, dir), "a refused command wrote to the run")
+			assert.Equal(t, before, snapshot.Take(t, dir), "a refused command wrote to the run")
 			assert.NoDirExists(t, fresh, "a refused command made the run directory")
 		})
 	}
