@@ -148,3 +148,11 @@ func TestPlainSinkNamesHandoutsOnce(t *testing.T) {
 	require.NoError(t, p.Close())
 	assert.Equal(t, "15:00:00 taking over 1 job handed out before this drive: claims\n", b.String())
 }
+
+func TestFlowLineSaysWhatIsInFlight(t *testing.T) {
+	e := drive.Event{Kind: drive.EventFlow, Flow: &drive.Flow{Running: []string{"a", "b"}, Queued: 1, Judged: 3}}
+	assert.Equal(t, "flow: 2 running, 1 ready to launch, 3 judged", e.String())
+	data, err := json.Marshal(drive.Event{Kind: drive.EventFlow, Time: time.Date(2026, 7, 1, 15, 0, 0, 0, time.UTC), Flow: e.Flow})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"event":"flow","time":"2026-07-01T15:00:00Z","flow":{"running":["a","b"],"queued":1,"judged":3}}`, string(data))
+}
