@@ -3,15 +3,27 @@ package store
 import (
 	"fmt"
 	"path"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/custodian-run/custodian/internal/names"
 )
 
 // RoundFormat is the format of round.json this version reads and writes.
-const RoundFormat = 1
+// Format 2 added the workflow that holds a run and each lease's host and
+// expiry (custodian-temporal); a round of format 1 is read as one without
+// them.
+const RoundFormat = 2
+
+// olderRounds are the formats of round.json this version reads besides its
+// own, with the fields, by struct type, that each lacks.
+var olderRounds = older{1: {
+	reflect.TypeFor[Round](): {"workflow"},
+	reflect.TypeFor[Lease](): {"host", "expires"},
+}}
 
 // Round is round.json: the round of workers that custodian drive has in
 // flight. Drive records each worker as soon as it starts, so that no
@@ -23,9 +35,21 @@ type Round struct {
 	// Step is the step whose hand-outs the round launches.
 	Step int `json:"step"`
 	// Host is the machine the workers run on: only there can they be seen.
-	Host    string  `json:"host"`
-	Driver  Process `json:"driver"`
-	Workers []Lease `json:"workers"`
+	Host   string  `json:"host"`
+	Driver Process `json:"driver"`
+	// Workflow is the Temporal workflow that holds the run while
+	// custodian-temporal drives it; nil otherwise. A workflow outlives the
+	// processes that carry it, so it is named, not a process.
+	Workflow *Workflow `json:"workflow"`
+	Workers  []Lease   `json:"workers"`
+}
+
+// Workflow names a Temporal workflow: where its server is, its namespace
+// and its ID.
+type Workflow struct {
+	ID        string `json:"id"`
+	Namespace string `json:"namespace"`
+	Address   string `json:"address"`
 }
 
 // Process names one process: its pid, and its start time, which tells it
@@ -41,13 +65,34 @@ type Lease struct {
 	Attempt int     `json:"attempt"` // the hand-out it works on
 	Launch  int     `json:"launch"`  // its launch of the job: jobs/<job>/launch-<n>/
 	Process Process `json:"process"`
+	// Host is the machine the worker runs on when it is not the round's: a
+	// worker host of custodian-temporal. Empty: the round's host.
+	Host string `json:"host"`
+	// Expires is when the worker can no longer write, whatever became of
+	// its host, in RFC 3339: past it, the lease is over. Empty: the lease
+	// lasts while the worker's process runs.
+	Expires string `json:"expires"`
+}
+
+// Where returns the host the worker runs on.
+func (l Lease) Where(rd *Round) string {
+	if l.Host != "" {
+		return l.Host
+	}
+	return rd.Host
+}
+
+// Expired says whether the lease has an expiry, and it has passed at now.
+func (l Lease) Expired(now time.Time) bool {
+	t, err := time.Parse(time.RFC3339Nano, l.Expires)
+	return l.Expires != "" && err == nil && now.After(t)
 }
 
 // LoadRound reads round.json, or returns nil when there is none.
 func (r *Run) LoadRound() (*Round, error) {
 	rel := statePath("round.json")
 	var rd Round
-	found, err := r.readRecord(rel, &rd, RoundFormat, func() int { return rd.Format })
+	found, err := r.readRecordOf(rel, &rd, RoundFormat, func() int { return rd.Format }, olderRounds)
 	if err != nil || !found {
 		return nil, err
 	}
@@ -66,9 +111,18 @@ func (rd *Round) check(run string) error {
 	case strings.ContainsFunc(rd.Host, isControl):
 		return fmt.Errorf("host %q holds a control character", rd.Host)
 	}
+	if w := rd.Workflow; w != nil && (w.ID == "" || strings.ContainsFunc(w.ID+w.Namespace+w.Address, isControl)) {
+		return fmt.Errorf("workflow %q is not a workflow's name", w.ID)
+	}
 	for i, l := range rd.Workers {
 		if !names.Valid(l.Job) || l.Attempt < 1 || l.Launch < 1 || l.Process.Pid < 1 {
 			return fmt.Errorf("workers[%d] is not a worker: job %q, attempt %d, launch %d, pid %d", i, l.Job, l.Attempt, l.Launch, l.Process.Pid)
+		}
+		if strings.ContainsFunc(l.Host, isControl) {
+			return fmt.Errorf("workers[%d]: host %q holds a control character", i, l.Host)
+		}
+		if _, err := time.Parse(time.RFC3339Nano, l.Expires); l.Expires != "" && err != nil {
+			return fmt.Errorf("workers[%d]: expires %q is not a time", i, l.Expires)
 		}
 	}
 	return nil
