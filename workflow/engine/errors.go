@@ -50,7 +50,12 @@ type RefusedError struct {
 func (e *RefusedError) Error() string { return e.Reason }
 
 // Unwrap returns ErrRefused and the cause.
-func (e *RefusedError) Unwrap() []error { return []error{ErrRefused, e.Err} }
+func (e *RefusedError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrRefused}
+	}
+	return []error{ErrRefused, e.Err}
+}
 
 func refused(hint, format string, args ...any) error {
 	return &RefusedError{Reason: fmt.Sprintf(format, args...), Hint: hint}
