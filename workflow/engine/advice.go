@@ -22,6 +22,10 @@ func advice(s Status) (agent, operator string) {
 	if rd := s.Round; rd != nil {
 		// Nothing may step the run while a drive drives it, or while its
 		// workers run: a step would judge outputs still being written.
+		if w := rd.Workflow; w != nil {
+			return fmt.Sprintf("nothing: Temporal workflow %s drives the run; do not step it", w.ID),
+				fmt.Sprintf("nothing, while the workflow runs; to stop it: Ctrl-C on its custodian-temporal drive (namespace %s at %s)", w.Namespace, w.Address)
+		}
 		if rd.Driver.Pid != 0 {
 			return fmt.Sprintf("nothing: custodian drive (pid %d on host %s) drives the run; do not step it", rd.Driver.Pid, rd.Host),
 				fmt.Sprintf("nothing, while the drive runs; to stop it: kill -INT %d (it ends its workers and records them)", rd.Driver.Pid)

@@ -52,6 +52,9 @@ const (
 	// LaunchNotLaunched: drive launched no worker for the hand-out: it was
 	// queued when drive stopped.
 	LaunchNotLaunched = "not-launched"
+	// LaunchLost: the worker was lost with its host (custodian-temporal),
+	// and its lease has ended: it can write no more.
+	LaunchLost = "lost"
 )
 
 // bookkeeping is how long a drive's records of its round wait for a lock
@@ -66,7 +69,7 @@ const bookkeeping = 2 * time.Second
 func launchEnd(l *Launch) (text string, worked bool, spare string) {
 	text = l.Outcome
 	switch l.Outcome {
-	case "failed-to-start", LaunchNotLaunched:
+	case "failed-to-start", LaunchNotLaunched, LaunchLost:
 	default:
 		status := fmt.Sprintf("exit %d", l.ExitStatus)
 		if l.Signal != "" {
@@ -87,6 +90,8 @@ func launchEnd(l *Launch) (text string, worked bool, spare string) {
 		return text, false, "ended by drive --reclaim"
 	case "killed":
 		return text, false, "ended by custodian drive"
+	case LaunchLost:
+		return text, false, "its worker was lost with its host"
 	}
 	return text, false, "" // usage-limited: launched again, free, up to a bound
 }
@@ -132,21 +137,32 @@ func hostname() string {
 	return h
 }
 
-// liveWorkers returns the recorded workers that still run: on this host,
-// those Alive says run; on another host, all, since none can be seen.
-func liveWorkers(rd *store.Round) (alive []Lease, elsewhere bool) {
+// liveWorkers returns the recorded workers that may still write: on this
+// host, those Alive says run; on another host, those whose lease has not
+// expired, since their processes cannot be seen from here. elsewhere says
+// some of them run on another host, the first of which is host.
+func liveWorkers(rd *store.Round) (alive []Lease, host string, elsewhere bool) {
 	if rd == nil || len(rd.Workers) == 0 {
-		return nil, false
+		return nil, "", false
 	}
-	if rd.Host != hostname() {
-		return rd.Workers, true
-	}
+	here, now := hostname(), time.Now()
 	for _, w := range rd.Workers {
-		if proc.Alive(w.Process.Pid, w.Process.Start) {
+		switch where := w.Where(rd); {
+		case where == here:
+			if proc.Alive(w.Process.Pid, w.Process.Start) {
+				alive = append(alive, w)
+			}
+		case !w.Expired(now):
 			alive = append(alive, w)
+			if !elsewhere {
+				host, elsewhere = where, true
+			}
 		}
 	}
-	return alive, false
+	if !elsewhere {
+		host = rd.Host
+	}
+	return alive, host, elsewhere
 }
 
 // DriverAliveError is a command refused because a custodian drive that
@@ -178,6 +194,39 @@ func (e *DriverAliveError) Hint() string {
 	return fmt.Sprintf("let it finish, or stop it with Ctrl-C or kill -INT %d (it ends its workers and records them); do not start a second loop", e.Driver.Pid)
 }
 
+// WorkflowHoldsError is a command refused because a Temporal workflow
+// holds the run: custodian-temporal drives it, and its workers may run on
+// any host.
+type WorkflowHoldsError struct {
+	Run      string
+	Workflow store.Workflow
+}
+
+func (e *WorkflowHoldsError) Error() string {
+	return fmt.Sprintf("run %s is driven by Temporal workflow %s (namespace %s at %s)",
+		e.Run, e.Workflow.ID, e.Workflow.Namespace, e.Workflow.Address)
+}
+
+// Unwrap returns ErrBusy: another loop is at work on the run.
+func (e *WorkflowHoldsError) Unwrap() error { return ErrBusy }
+
+// Hint says how to go on.
+func (e *WorkflowHoldsError) Hint() string {
+	return "let it finish, or stop it with Ctrl-C on its custodian-temporal drive; " +
+		"a workflow that was terminated is taken up again by custodian-temporal drive RUN (docs/temporal.md); do not step the run meanwhile"
+}
+
+// Holder is what drives a run: the process of a custodian drive, or a
+// Temporal workflow that custodian-temporal carries. The zero Holder is a
+// command of no drive.
+type Holder struct {
+	Process  Process
+	Workflow *store.Workflow
+}
+
+// none says the holder is no drive.
+func (h Holder) none() bool { return h.Process.Pid == 0 && h.Workflow == nil }
+
 // liveDriver says whether the drive a round records still runs: on this
 // host, as Alive says; on another, it cannot be told, and counts as alive.
 func liveDriver(rd *store.Round) (alive, elsewhere bool) {
@@ -190,22 +239,39 @@ func liveDriver(rd *store.Round) (alive, elsewhere bool) {
 	return proc.Running(rd.Driver.Pid, rd.Driver.Start), false
 }
 
-// clearRound refuses while another drive drives the run, or while a
-// recorded round has workers that run, and clears what a drive that ended
-// without seeing its workers end left: its workers, and itself.
-func (run *Run) clearRound(rec *loaded, self Process) error {
-	rd := rec.round
-	if rd == nil || len(rd.Workers) == 0 && rd.Driver.Pid == 0 {
+// heldElsewhere refuses a command of self while another loop holds the
+// run: a Temporal workflow, or a live drive, other than self.
+func (run *Run) heldElsewhere(rd *store.Round, self Holder) error {
+	if rd == nil {
 		return nil
 	}
-	alive, elsewhere := liveDriver(rd)
-	if alive && rd.Driver != self {
+	if w := rd.Workflow; w != nil {
+		if self.Workflow == nil || self.Workflow.ID != w.ID {
+			return &WorkflowHoldsError{Run: run.records.Dir, Workflow: *w}
+		}
+		return nil
+	}
+	if alive, elsewhere := liveDriver(rd); alive && rd.Driver != self.Process {
 		return &DriverAliveError{Run: run.records.Dir, Host: rd.Host, Driver: rd.Driver, Elsewhere: elsewhere}
 	}
-	if workers, elsewhere := liveWorkers(rd); len(workers) > 0 {
-		return &WorkersAliveError{Run: run.records.Dir, Host: rd.Host, Workers: workers, Elsewhere: elsewhere}
+	return nil
+}
+
+// clearRound refuses while another loop holds the run, or while a
+// recorded round has workers that may write, and clears what a drive that
+// ended without seeing its workers end left: its workers, and itself.
+func (run *Run) clearRound(rec *loaded, self Holder) error {
+	rd := rec.round
+	if rd == nil || len(rd.Workers) == 0 && rd.Driver.Pid == 0 && rd.Workflow == nil {
+		return nil
 	}
-	if alive || len(rd.Workers) == 0 && rd.Driver.Pid == 0 {
+	if err := run.heldElsewhere(rd, self); err != nil {
+		return err
+	}
+	if workers, host, elsewhere := liveWorkers(rd); len(workers) > 0 {
+		return &WorkersAliveError{Run: run.records.Dir, Host: host, Workers: workers, Elsewhere: elsewhere}
+	}
+	if alive, _ := liveDriver(rd); alive || rd.Workflow != nil || len(rd.Workers) == 0 && rd.Driver.Pid == 0 {
 		if len(rd.Workers) == 0 {
 			return nil
 		}
@@ -217,26 +283,30 @@ func (run *Run) clearRound(rec *loaded, self Process) error {
 }
 
 // keepRound lets the drive self step beside the workers of its round that
-// still run: each must work on a hand-out the drive holds (running), or
-// the step is refused as any step beside live workers is. The round stays
-// as it is.
-func (run *Run) keepRound(rec *loaded, self Process, running map[string]int) error {
+// may still write: each must work on a hand-out the drive holds (running),
+// or the step is refused as any step beside live workers is. The round
+// stays as it is.
+func (run *Run) keepRound(rec *loaded, self Holder, running map[string]int) error {
 	rd := rec.round
 	if rd == nil {
 		return nil
 	}
-	if alive, elsewhere := liveDriver(rd); alive && rd.Driver != self {
-		return &DriverAliveError{Run: run.records.Dir, Host: rd.Host, Driver: rd.Driver, Elsewhere: elsewhere}
+	if err := run.heldElsewhere(rd, self); err != nil {
+		return err
 	}
-	workers, elsewhere := liveWorkers(rd)
+	workers, _, _ := liveWorkers(rd)
 	var loose []Lease
+	host, elsewhere := rd.Host, false
 	for _, w := range workers {
-		if a, ok := running[w.Job]; !ok || a != w.Attempt || elsewhere {
+		if a, ok := running[w.Job]; !ok || a != w.Attempt {
 			loose = append(loose, w)
+			if where := w.Where(rd); where != hostname() && !elsewhere {
+				host, elsewhere = where, true
+			}
 		}
 	}
 	if len(loose) > 0 {
-		return &WorkersAliveError{Run: run.records.Dir, Host: rd.Host, Workers: loose, Elsewhere: elsewhere}
+		return &WorkersAliveError{Run: run.records.Dir, Host: host, Workers: loose, Elsewhere: elsewhere}
 	}
 	return nil
 }
@@ -249,16 +319,26 @@ func (run *Run) keepRound(rec *loaded, self Process, running map[string]int) err
 // leaves evidence.
 type Driver struct {
 	run  *Run
-	self Process
+	self Holder
 }
 
 // Driver returns the run as held by the custodian drive self, a process
 // of this host.
-func (run *Run) Driver(self Process) *Driver { return &Driver{run: run, self: self} }
+func (run *Run) Driver(self Process) *Driver { return &Driver{run: run, self: Holder{Process: self}} }
+
+// WorkflowDriver returns the run as held by the Temporal workflow w, which
+// custodian-temporal carries: a workflow outlives the processes that take
+// its steps, so it holds the run by its ID.
+func (run *Run) WorkflowDriver(w store.Workflow) *Driver {
+	return &Driver{run: run, self: Holder{Workflow: &w}}
+}
+
+// HolderDriver returns the run as held by h, as a drive's step names it.
+func (run *Run) HolderDriver(h Holder) *Driver { return &Driver{run: run, self: h} }
 
 // Step is Run.Step, taken by the drive: a round the drive has in flight
 // does not refuse it.
-func (d *Driver) Step() (Outcome, error) { return d.run.step(d.self, nil) }
+func (d *Driver) Step() (Outcome, error) { return d.run.step(d.self, 0, nil) }
 
 // StepLeaving is Step beside the drive's workers that still run: running
 // are the hand-outs the drive holds (job → attempt), a worker of each
@@ -270,7 +350,15 @@ func (d *Driver) Step() (Outcome, error) { return d.run.step(d.self, nil) }
 // them (Outcome.Running). A job that is no longer out at that attempt is
 // judged as any other.
 func (d *Driver) StepLeaving(running map[string]int) (Outcome, error) {
-	return d.run.step(d.self, running)
+	return d.run.step(d.self, 0, running)
+}
+
+// StepNumber is StepLeaving, as the run's step number: once the run has
+// taken that step, it is not taken again, and its outcome is given as the
+// history recorded it. A drive whose steps may be asked for twice (a
+// Temporal activity retried after its process died) steps so.
+func (d *Driver) StepNumber(number int, running map[string]int) (Outcome, error) {
+	return d.run.step(d.self, number, running)
 }
 
 // Report is Run.Report, made by the drive, which another loop's report is
@@ -388,15 +476,28 @@ func noteLaunch(st *store.State, l *Launch) bool {
 // It refuses while another drive drives the run, or while workers of an
 // earlier one run.
 func (d *Driver) Begin() error {
-	if d.self.Pid == 0 {
+	if d.self.none() {
 		return errors.New("begin a drive: the drive names no process: a defect in custodian")
 	}
 	return d.run.locked(func(rec *loaded) error {
 		if err := d.run.clearRound(rec, d.self); err != nil {
 			return err
 		}
-		return d.run.records.SaveRound("round", &store.Round{Step: rec.state.Steps, Host: hostname(), Driver: d.self})
+		return d.run.records.SaveRound("round", d.round(rec))
 	})
+}
+
+// round returns the round the drive begins, as it holds the run.
+func (d *Driver) round(rec *loaded) *store.Round {
+	return &store.Round{Step: rec.state.Steps, Host: hostname(), Driver: d.self.Process, Workflow: d.self.Workflow}
+}
+
+// holds says whether the drive is what rd records as holding the run.
+func (d *Driver) holds(rd *store.Round) bool {
+	if rd.Workflow != nil || d.self.Workflow != nil {
+		return rd.Workflow != nil && d.self.Workflow != nil && rd.Workflow.ID == d.self.Workflow.ID
+	}
+	return rd.Driver == d.self.Process
 }
 
 // End records that the drive has ended: the run is free for any loop. It
@@ -404,7 +505,7 @@ func (d *Driver) Begin() error {
 func (d *Driver) End() error {
 	return d.run.lockedWaiting(bookkeeping, func(rec *loaded) error {
 		rd := rec.round
-		if rd == nil || rd.Driver != d.self || len(rd.Workers) > 0 {
+		if rd == nil || !d.holds(rd) || len(rd.Workers) > 0 {
 			return nil
 		}
 		return d.run.records.SaveRound("round", &store.Round{Step: rd.Step, Host: rd.Host})
@@ -429,21 +530,53 @@ func (d *Driver) BeginRound() error {
 		if err := d.run.clearRound(rec, d.self); err != nil {
 			return err
 		}
-		return d.run.records.SaveRound("round", &store.Round{Step: rec.state.Steps, Host: hostname(), Driver: d.self})
+		return d.run.records.SaveRound("round", d.round(rec))
 	})
 }
 
 // Lease records a worker of the round in flight as soon as it has
-// started, before anything waits on it.
+// started, before anything waits on it. A lease of a launch whose end is
+// recorded already is not taken: a worker host's word that its worker
+// started can come after the word that it ended. A lease given again
+// replaces the one it repeats.
 func (d *Driver) Lease(l Lease) error {
 	return d.run.lockedWaiting(bookkeeping, func(rec *loaded) error {
 		rd := rec.round
 		if rd == nil {
 			return fmt.Errorf("lease worker %s of run %s: no round is in flight: a defect in custodian", l.Job, d.run.records.Dir)
 		}
+		if _, err := d.run.records.LoadLaunch(l.Job, l.Launch); err == nil {
+			return nil
+		}
+		rd.Workers = slices.DeleteFunc(rd.Workers, func(w Lease) bool { return w.Job == l.Job && w.Launch == l.Launch })
 		rd.Workers = append(rd.Workers, l)
 		return d.run.records.SaveRound("round", rd)
 	})
+}
+
+// LeaseOf returns the lease of a job's launch n in the round in flight, or
+// nil. It takes no lock and writes nothing.
+func (d *Driver) LeaseOf(job string, n int) (*Lease, error) {
+	rd, err := d.InFlight()
+	if err != nil || rd == nil {
+		return nil, err
+	}
+	for _, w := range rd.Workers {
+		if w.Job == job && w.Launch == n {
+			if w.Host == "" {
+				w.Host = rd.Host
+			}
+			return &w, nil
+		}
+	}
+	return nil, nil
+}
+
+// Recorded says whether the evidence of a job's launch n is kept: its end
+// has been recorded.
+func (d *Driver) Recorded(job string, n int) bool {
+	_, err := d.run.records.LoadLaunch(job, n)
+	return err == nil
 }
 
 // NextLaunch returns the number the next launch of job gets.
@@ -467,18 +600,19 @@ func (d *Driver) RecordLaunch(l *Launch, stdout, stderr []byte) (string, error) 
 				l = kept
 			}
 		}
+		if kept, err := d.run.records.LoadLaunch(l.Job, l.Launch); err == nil && l.Outcome != LaunchFoundEnded &&
+			kept.Outcome == l.Outcome && kept.StartedAt == l.StartedAt && kept.EndedAt == l.EndedAt {
+			// The same record given again (a retried activity whose first
+			// try committed): it is recorded once.
+			dir = store.LaunchDir(l.Job, l.Launch)
+			return d.dropLease(rec, l)
+		}
 		var err error
 		if dir, err = d.run.records.SaveLaunch(l, stdout, stderr); err != nil {
 			return err
 		}
-		if rd := rec.round; rd != nil {
-			n := len(rd.Workers)
-			rd.Workers = slices.DeleteFunc(rd.Workers, func(w Lease) bool { return w.Job == l.Job && w.Launch == l.Launch })
-			if len(rd.Workers) != n {
-				if err := d.run.records.SaveRound("round", rd); err != nil {
-					return err
-				}
-			}
+		if err := d.dropLease(rec, l); err != nil {
+			return err
 		}
 		text, _, _ := launchEnd(l)
 		noteLaunch(rec.state, l)
@@ -487,6 +621,18 @@ func (d *Driver) RecordLaunch(l *Launch, stdout, stderr []byte) (string, error) 
 		return d.run.commit("launch-state", rec.state, events)
 	})
 	return dir, err
+}
+
+// dropLease drops the lease of the launch l from the round in flight.
+func (d *Driver) dropLease(rec *loaded, l *Launch) error {
+	if rd := rec.round; rd != nil {
+		n := len(rd.Workers)
+		rd.Workers = slices.DeleteFunc(rd.Workers, func(w Lease) bool { return w.Job == l.Job && w.Launch == l.Launch })
+		if len(rd.Workers) != n {
+			return d.run.records.SaveRound("round", rd)
+		}
+	}
+	return nil
 }
 
 // EndRound records that the round in flight is over: every worker of it
@@ -512,7 +658,7 @@ func (d *Driver) ReportUsageLimited(job, text string) (rep Report, free bool, er
 // reportUsageLimited is Driver.ReportUsageLimited, and the report
 // usage-limited that the command line takes, for the drive self or for no
 // drive, waiting up to wait for the lock.
-func (run *Run) reportUsageLimited(self Process, wait time.Duration, job, text string) (rep Report, free bool, err error) {
+func (run *Run) reportUsageLimited(self Holder, wait time.Duration, job, text string) (rep Report, free bool, err error) {
 	err = run.lockedWaiting(wait, func(rec *loaded) error {
 		if err := run.ownLoop(rec, self); err != nil {
 			return err

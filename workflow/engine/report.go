@@ -38,11 +38,11 @@ type Report = store.Report
 // While a custodian drive drives the run, another loop's report is
 // refused (ErrBusy, naming the drive): one loop at a time.
 func (run *Run) Report(event, job, text string) (Report, error) {
-	return run.report(Process{}, event, job, text)
+	return run.report(Holder{}, event, job, text)
 }
 
 // report is Report, made by the drive self, or by no drive.
-func (run *Run) report(self Process, event, job, text string) (Report, error) {
+func (run *Run) report(self Holder, event, job, text string) (Report, error) {
 	if event == ReportUsageLimited {
 		if job == "" {
 			return Report{}, refused("name the job whose launch hit the limit with --job", "a usage-limited report names its job")
@@ -90,8 +90,8 @@ func (run *Run) commitReport(rec *loaded, event, job, text string) (Report, erro
 
 // waitFor is how long a command of the drive self waits for the lock: a
 // drive's bookkeeping waits a little, any other command not at all.
-func waitFor(self Process) time.Duration {
-	if self.Pid != 0 {
+func waitFor(self Holder) time.Duration {
+	if !self.none() {
 		return bookkeeping
 	}
 	return 0
@@ -99,12 +99,8 @@ func waitFor(self Process) time.Duration {
 
 // ownLoop refuses a command of a loop other than the live drive that
 // drives the run, if one does: the drive self, or no drive.
-func (run *Run) ownLoop(rec *loaded, self Process) error {
-	if alive, elsewhere := liveDriver(rec.round); alive && rec.round.Driver != self {
-		rd := rec.round
-		return &DriverAliveError{Run: run.records.Dir, Host: rd.Host, Driver: rd.Driver, Elsewhere: elsewhere}
-	}
-	return nil
+func (run *Run) ownLoop(rec *loaded, self Holder) error {
+	return run.heldElsewhere(rec.round, self)
 }
 
 // sessionWasCut marks every outstanding hand-out that no worker ended on

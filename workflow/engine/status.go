@@ -188,8 +188,8 @@ func (run *Run) status(rec *loaded, changes bool) (Status, error) {
 		return Status{}, err
 	}
 	launches, spares := lastLaunches(run, history)
-	workers, _ := liveWorkers(rec.round)
-	if driving, _ := liveDriver(rec.round); driving || len(workers) > 0 {
+	workers, _, _ := liveWorkers(rec.round)
+	if driving, _ := liveDriver(rec.round); driving || len(workers) > 0 || rec.round != nil && rec.round.Workflow != nil {
 		rd := *rec.round
 		rd.Workers = workers
 		if !driving {

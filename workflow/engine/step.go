@@ -18,13 +18,16 @@ import (
 // A step consumes a round: it assumes every worker launched after the last
 // step has finished or failed to start, so a hand-out without an output is
 // a failed attempt.
-func (run *Run) Step() (Outcome, error) { return run.step(Process{}, nil) }
+func (run *Run) Step() (Outcome, error) { return run.step(Holder{}, 0, nil) }
 
 // step is Step, taken by the drive self, or by no drive (the zero
-// Process). running are the hand-outs the drive holds, job → attempt: a
+// Holder). running are the hand-outs the drive holds, job → attempt: a
 // worker of each runs, or waits for a free place; the step leaves them
-// alone.
-func (run *Run) step(self Process, running map[string]int) (Outcome, error) {
+// alone. number, when not zero, is the run's step the caller means to
+// take: once the run has taken it, its outcome is given as recorded, so
+// that a step asked for again (a retried Temporal activity) is never
+// taken twice.
+func (run *Run) step(self Holder, number int, running map[string]int) (Outcome, error) {
 	var out Outcome
 	var wait time.Duration
 	if len(running) > 0 {
@@ -42,6 +45,18 @@ func (run *Run) step(self Process, running map[string]int) (Outcome, error) {
 			}
 		} else if err := run.clearRound(rec, self); err != nil {
 			return err
+		}
+		if number > 0 && rec.state.Steps >= number && len(rec.state.Moves) == 0 {
+			taken, err := run.outcomeOf(rec.state, number)
+			if err != nil {
+				return err
+			}
+			out = taken
+			return nil
+		}
+		if number > 0 && rec.state.Steps != number-1 {
+			return refused("drive the run again: its loop lost count of its steps",
+				"run %s has taken %d steps, so it cannot take step %d", run.records.Dir, rec.state.Steps, number)
 		}
 		if len(rec.state.Moves) > 0 {
 			// The last step committed and ended before its moves were done,
@@ -63,7 +78,7 @@ func (run *Run) step(self Process, running map[string]int) (Outcome, error) {
 		if err != nil {
 			return err
 		}
-		if self.Pid != 0 {
+		if !self.none() {
 			p.events[0].Kind = stepByDrive
 		}
 		if err := run.apply(p); err != nil {
@@ -133,6 +148,32 @@ func (run *Run) lastOutcome(st *store.State) (*Outcome, error) {
 		return nil, err
 	}
 	return &out, nil
+}
+
+// LastOutcome returns the outcome of the run's last step, as its history
+// recorded it, or nil before the first step. It takes no lock and writes
+// nothing.
+func (run *Run) LastOutcome() (*Outcome, error) {
+	rec, err := run.read()
+	if err != nil {
+		return nil, err
+	}
+	return run.lastOutcome(rec.state)
+}
+
+// outcomeOf reads the outcome of step number from the committed history.
+func (run *Run) outcomeOf(st *store.State, number int) (Outcome, error) {
+	for seq := st.Seq; seq > 0; seq-- {
+		events, err := run.records.HistoryOf(seq)
+		if err != nil {
+			return Outcome{}, err
+		}
+		if len(events) > 0 && events[0].Type == store.EventStep && events[0].Step == number {
+			return run.eventOutcome(events[0])
+		}
+	}
+	return Outcome{}, &store.RecordError{Path: run.records.StatePath("history"),
+		Err: fmt.Errorf("the run has taken %d steps, and its history holds no step %d", st.Steps, number)}
 }
 
 // lastStep reads the event of the last step from the committed history,

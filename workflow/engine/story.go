@@ -129,7 +129,7 @@ func (run *Run) stories(rec *loaded, history []Event, jobs []string) ([]JobStory
 	}
 	standing := Status{Last: last, Settled: settled}.standing()
 	launches, spares := lastLaunches(run, history)
-	workers, _ := liveWorkers(rec.round)
+	workers, _, _ := liveWorkers(rec.round)
 	stories := make([]JobStory, len(jobs))
 	byName := make(map[string]*JobStory, len(jobs))
 	kept := make(map[string]map[int]*Launch, len(jobs))

@@ -199,6 +199,12 @@ func printStatus(w io.Writer, s engine.Status) error {
 		workers := make([]string, len(rd.Workers))
 		for i, w := range rd.Workers {
 			workers[i] = fmt.Sprintf("%s (pid %d)", w.Job, w.Process.Pid)
+			if w.Host != "" && w.Host != rd.Host {
+				workers[i] = fmt.Sprintf("%s (pid %d on host %s)", w.Job, w.Process.Pid, w.Host)
+			}
+		}
+		if w := rd.Workflow; w != nil {
+			fmt.Fprintf(&b, "driven: by Temporal workflow %s (namespace %s at %s), from host %s\n", w.ID, w.Namespace, w.Address, rd.Host)
 		}
 		if rd.Driver.Pid != 0 {
 			fmt.Fprintf(&b, "driven: by custodian drive (pid %d on host %s)\n", rd.Driver.Pid, rd.Host)
