@@ -49,6 +49,13 @@ type Options struct {
 	Idle    time.Duration // the longest it may write nothing on stdout and stderr; zero for no limit
 	Grace   time.Duration // how long its group has between SIGTERM and SIGKILL
 	Keep    int           // how many bytes of stdout, and of stderr, are kept (the tail); zero for DefaultKeep
+	// Keeper, when set, is the command line of a keeper (KeepGroup), to
+	// which Start adds the group and this process's pid: a process of the
+	// worker's group that ends the whole group when this process dies, so
+	// that no worker outlives the process that watches it, however that
+	// process ends. The worker's leader dies with this process too. Linux
+	// only; custodian-temporal's worker sets it.
+	Keeper []string
 	// OnLine, when set, is called with each line of output that says
 	// something, made readable: an event's text, or the line itself. It is
 	// called from the goroutines that read the worker's two streams, and
@@ -143,6 +150,12 @@ func Start(c *Command, o Options) (*Worker, error) {
 	// nothing, so that waiting for the process never waits for its pipes.
 	cmd := &exec.Cmd{Path: program, Args: c.Args, Dir: c.Dir, Env: c.Env, Stdout: outW, Stderr: errW}
 	inOwnGroup(cmd)
+	if len(o.Keeper) > 0 {
+		if err := diesWithParent(cmd); err != nil {
+			closeAll(outR, outW, errR, errW)
+			return fail(err)
+		}
+	}
 	err = cmd.Start()
 	// The worker has its own copies; with these open, the streams would never end.
 	closeAll(outW, errW)
@@ -161,6 +174,15 @@ func Start(c *Command, o Options) (*Worker, error) {
 		stop:    make(chan struct{}),
 		now:     make(chan struct{}),
 		done:    make(chan struct{}),
+	}
+	if len(o.Keeper) > 0 {
+		if err := startKeeper(o.Keeper, w.pid); err != nil {
+			// No worker runs unkept: end it before it does anything.
+			_ = signalGroup(w.pid, syscall.SIGKILL)
+			_ = cmd.Wait()
+			closeAll(outR, errR)
+			return fail(err)
+		}
 	}
 	// Empty only where the system gives no start times (not Linux): Alive
 	// and EndGroup then go by the pid alone.
