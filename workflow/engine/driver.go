@@ -26,6 +26,8 @@ type (
 	UsageLimit = store.UsageLimit
 	// OutputRecord says what of a worker's output stream is kept.
 	OutputRecord = store.OutputRecord
+	// Workflow names the Temporal workflow that holds a run.
+	Workflow = store.Workflow
 )
 
 // ReportUsageLimited is the report of a launch that ended at the account's

@@ -326,7 +326,7 @@ func (f *flow) finish() (int, error) {
 		}
 		return d.finish(ExitBlocked)
 	case f.stopped.Kind == engine.KindUncertain:
-		if err := d.stop("", uncertainReason(f.stopped)); err != nil {
+		if err := d.stop(StopReason(f.stopped)); err != nil {
 			return 0, err
 		}
 		return d.finish(ExitUncertain)

@@ -105,12 +105,17 @@ func Drive(o *engine.Run, opts Config) (int, error) {
 // drive at once, with exit status 2, naming each job and parameter, and
 // nothing is launched or reported: the round stays handed out for the
 // next drive, which launches it.
-func (d *driver) check(jobs []engine.Handout) error {
+func (d *driver) check(jobs []engine.Handout) error { return Check(d.opts.Profile, jobs, d.o.Dir()) }
+
+// Check maps every hand-out of jobs through profile, for the run dir, as a
+// drive does before it launches any: a launch set-up that cannot launch
+// one of them is a *engine.UsageError that names each job and fault.
+func Check(profile *Profile, jobs []engine.Handout, dir string) error {
 	var faults []string
 	byFault := map[string][]string{}
 	program := ""
 	for _, h := range jobs {
-		cmd, err := d.opts.Profile.Command(h, d.o.Dir())
+		cmd, err := profile.Command(h, dir)
 		var launchErr *LaunchError
 		switch {
 		case errors.As(err, &launchErr):
@@ -186,9 +191,23 @@ func (d *driver) finish(status int) (int, error) {
 // that status's error (a StepError); one that ends with another status
 // ended inside an effect (an EndedInEffectError).
 func (d *driver) step(held map[string]int) (out engine.Outcome, printed []byte, err error) {
+	return Step(d.opts.Binary, d.o.Dir(), DriverToken(d.self), held, 0, d.opts.JSON)
+}
+
+// Step takes a step of the run dir in a process of its own (binary step
+// DIR --json), for the drive token names, beside the hand-outs it holds
+// (held: job → attempt), as the run's step number when number is not
+// zero, and returns its outcome and what to print of it: step --json's
+// line when asJSON, its text otherwise. A step that fails with a status of
+// the table is that status's error (a *StepError); one that ends with
+// another status ended inside an effect (an *EndedInEffectError).
+func Step(binary, dir, token string, held map[string]int, number int, asJSON bool) (out engine.Outcome, printed []byte, err error) {
 	var stdout, stderr bytes.Buffer
-	args := append([]string{"step", d.o.Dir(), "--json", "--driver", DriverToken(d.self)}, RunningArgs(held)...)
-	cmd := exec.Command(d.opts.Binary, args...)
+	args := append([]string{"step", dir, "--json", "--driver", token}, RunningArgs(held)...)
+	if number > 0 {
+		args = append(args, "--number", strconv.Itoa(number))
+	}
+	cmd := exec.Command(binary, args...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	// In a group of its own: a Ctrl-C meant for drive must not cut a step
 	// short; drive waits for it and then ends.
@@ -205,12 +224,12 @@ func (d *driver) step(held map[string]int) (out engine.Outcome, printed []byte, 
 		// effect: its fate is for the operator to establish.
 		return out, nil, &EndedInEffectError{Status: code, Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
 	case runErr != nil:
-		return out, nil, fmt.Errorf("run a step of %s: %w", d.o.Dir(), runErr)
+		return out, nil, fmt.Errorf("run a step of %s: %w", dir, runErr)
 	}
 	if err := out.UnmarshalJSON(bytes.TrimSpace(stdout.Bytes())); err != nil {
 		return out, nil, fmt.Errorf("read what step printed: %w", err)
 	}
-	if d.opts.JSON {
+	if asJSON {
 		return out, stdout.Bytes(), nil
 	}
 	var text bytes.Buffer
@@ -236,6 +255,13 @@ func (e *EndedInEffectError) Error() string {
 // flag), so that they are let through while it drives the run.
 func DriverToken(p engine.Process) string { return fmt.Sprintf("%d,%s", p.Pid, p.Start) }
 
+// workflowPrefix begins the token of a Temporal workflow.
+const workflowPrefix = "temporal:"
+
+// WorkflowToken names a Temporal workflow, by its ID, to the steps it has
+// taken (step's hidden --driver flag).
+func WorkflowToken(id string) string { return workflowPrefix + id }
+
 // RunningArgs names the hand-outs a drive holds to the step it runs
 // (step's hidden --running flag): JOB:ATTEMPT, sorted.
 func RunningArgs(running map[string]int) []string {
@@ -260,14 +286,20 @@ func ParseRunning(args []string) (map[string]int, error) {
 	return running, nil
 }
 
-// ParseDriverToken reads what DriverToken wrote.
-func ParseDriverToken(s string) (engine.Process, error) {
+// ParseDriverToken reads what DriverToken or WorkflowToken wrote.
+func ParseDriverToken(s string) (engine.Holder, error) {
+	if id, ok := strings.CutPrefix(s, workflowPrefix); ok {
+		if id == "" {
+			return engine.Holder{}, fmt.Errorf("--driver %q names no workflow", s)
+		}
+		return engine.Holder{Workflow: &engine.Workflow{ID: id}}, nil
+	}
 	pid, start, ok := strings.Cut(s, ",")
 	n, err := strconv.Atoi(pid)
 	if !ok || err != nil || n < 1 {
-		return engine.Process{}, fmt.Errorf("--driver %q is not PID,START", s)
+		return engine.Holder{}, fmt.Errorf("--driver %q is not PID,START", s)
 	}
-	return engine.Process{Pid: n, Start: start}, nil
+	return engine.Holder{Process: engine.Process{Pid: n, Start: start}}, nil
 }
 
 // StepError is a step that failed with one of the statuses every command
@@ -336,14 +368,23 @@ func (d *driver) stop(job, why string) error {
 // blocked job, as the loop instruction says, and every block, alike ones
 // once.
 func (d *driver) stopBlocked(out engine.Outcome) error {
-	job := ""
+	return d.stop(StopReason(out))
+}
+
+// StopReason is the stop a drive reports at a blocked or uncertain
+// outcome: the first blocked job, as the loop instruction says (--job),
+// and why it stops, every block named, alike ones once.
+func StopReason(out engine.Outcome) (job, why string) {
+	if out.Kind == engine.KindUncertain {
+		return "", uncertainReason(out)
+	}
 	for _, b := range out.Blocks {
 		if name, ok := b.Subject.Job(); ok {
 			job = name
 			break
 		}
 	}
-	return d.stop(job, blockedReason(out))
+	return job, blockedReason(out)
 }
 
 func blockedReason(out engine.Outcome) string {
@@ -474,6 +515,30 @@ func (d *driver) launch(h engine.Handout) (*launched, error) {
 	return l, nil
 }
 
+// Evidence is the record of a worker's launch n for the hand-out h, as
+// profile's cmd, that ended with r on host: a worker killed while its
+// drive was interrupted was ended by the drive, not by itself.
+func Evidence(h engine.Handout, n int, profile string, cmd *Command, w *Worker, r Result, host string, interrupted bool) *engine.Launch {
+	outcome := string(r.Outcome)
+	if r.Outcome == Killed && interrupted {
+		outcome = engine.LaunchInterrupted // ended by drive, not by itself
+	}
+	rec := &engine.Launch{Job: h.Name, Attempt: h.Attempt, Launch: n, Worker: profile,
+		Command: cmd.Args, Env: cmd.EnvNames(), Host: host,
+		Process:   engine.Process{Pid: w.Pid(), Start: w.ProcessStart()},
+		StartedAt: r.Started.UTC().Format(time.RFC3339Nano), EndedAt: r.Ended.UTC().Format(time.RFC3339Nano),
+		Outcome: outcome, ExitStatus: r.ExitCode, Signal: r.Signal, Session: r.SessionID, Message: r.Message,
+		Stdout: engine.OutputRecord{Bytes: r.Stdout.Total, Kept: len(r.Stdout.Data)},
+		Stderr: engine.OutputRecord{Bytes: r.Stderr.Total, Kept: len(r.Stderr.Data)}}
+	if lim := r.Limit; lim != nil {
+		rec.UsageLimit = &engine.UsageLimit{Known: lim.Known, Message: lim.Message}
+		if lim.Known {
+			rec.UsageLimit.Resets = lim.Resets.UTC().Format(time.RFC3339)
+		}
+	}
+	return rec
+}
+
 // failed records and reports a launch that could not be made.
 func (d *driver) failed(l *launched, cause error) error {
 	host, _ := os.Hostname()
@@ -496,23 +561,8 @@ func (d *driver) failed(l *launched, cause error) error {
 func (d *driver) ended(l *launched) (again bool, until time.Time, err error) {
 	r := l.w.Wait()
 	host, _ := os.Hostname()
-	outcome := string(r.Outcome)
-	if r.Outcome == Killed && d.interrupted > 0 {
-		outcome = engine.LaunchInterrupted // ended by drive, not by itself
-	}
-	rec := &engine.Launch{Job: l.h.Name, Attempt: l.h.Attempt, Launch: l.n, Worker: d.opts.Profile.Name(),
-		Command: l.cmd.Args, Env: l.cmd.EnvNames(), Host: host,
-		Process:   engine.Process{Pid: l.w.Pid(), Start: l.w.ProcessStart()},
-		StartedAt: r.Started.UTC().Format(time.RFC3339Nano), EndedAt: r.Ended.UTC().Format(time.RFC3339Nano),
-		Outcome: outcome, ExitStatus: r.ExitCode, Signal: r.Signal, Session: r.SessionID, Message: r.Message,
-		Stdout: engine.OutputRecord{Bytes: r.Stdout.Total, Kept: len(r.Stdout.Data)},
-		Stderr: engine.OutputRecord{Bytes: r.Stderr.Total, Kept: len(r.Stderr.Data)}}
-	if lim := r.Limit; lim != nil {
-		rec.UsageLimit = &engine.UsageLimit{Known: lim.Known, Message: lim.Message}
-		if lim.Known {
-			rec.UsageLimit.Resets = lim.Resets.UTC().Format(time.RFC3339)
-		}
-	}
+	rec := Evidence(l.h, l.n, d.opts.Profile.Name(), l.cmd, l.w, r, host, d.interrupted > 0)
+	outcome := rec.Outcome
 	dir, err := d.held.RecordLaunch(rec, r.Stdout.Data, r.Stderr.Data)
 	if err != nil {
 		return false, time.Time{}, err

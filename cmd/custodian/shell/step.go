@@ -20,9 +20,12 @@ func stepCommand(reg *workflow.Registry) *cli.Command {
 			// hand-outs it holds, which the step leaves alone.
 			&cli.StringFlag{Name: "driver", Hidden: true},
 			&cli.StringSliceFlag{Name: "running", Hidden: true},
+			// custodian-temporal asks for a step by its number: a retried
+			// activity is given the outcome of the step it took.
+			&cli.IntFlag{Name: "number", Hidden: true},
 		},
 		Action: withRun(reg, nil, func(c *cli.Context, _ []string) (func(*engine.Run) error, error) {
-			var driver *engine.Process
+			var driver *engine.Holder
 			if c.IsSet("driver") {
 				p, err := drive.ParseDriverToken(c.String("driver"))
 				if err != nil {
@@ -34,13 +37,16 @@ func stepCommand(reg *workflow.Registry) *cli.Command {
 			if err != nil {
 				return nil, usagef(c, "%v", err)
 			}
-			if len(running) > 0 && driver == nil {
-				return nil, usagef(c, "--running is custodian drive's, with --driver")
+			if (len(running) > 0 || c.IsSet("number")) && driver == nil {
+				return nil, usagef(c, "--running and --number are custodian drive's, with --driver")
+			}
+			if c.Int("number") < 0 {
+				return nil, usagef(c, "--number %d is not a step's number", c.Int("number"))
 			}
 			return func(o *engine.Run) error {
 				step := o.Step
 				if driver != nil {
-					step = func() (engine.Outcome, error) { return o.Driver(*driver).StepLeaving(running) }
+					step = func() (engine.Outcome, error) { return o.HolderDriver(*driver).StepNumber(c.Int("number"), running) }
 				}
 				out, err := step()
 				if err != nil {
