@@ -87,7 +87,7 @@ func driveCommand(reg *workflow.Registry) *cli.Command {
 					return err
 				}
 				if status != engine.ExitOK {
-					return exitStatus(status)
+					return ExitStatus(status)
 				}
 				return nil
 			}, nil
@@ -95,8 +95,8 @@ func driveCommand(reg *workflow.Registry) *cli.Command {
 	}
 }
 
-// exitStatus ends a command with a status of its own, having said all it
+// ExitStatus ends a command with a status of its own, having said all it
 // had to: drive's 10, 11 and 12.
-type exitStatus int
+type ExitStatus int
 
-func (s exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(s)) }
+func (s ExitStatus) Error() string { return fmt.Sprintf("exit status %d", int(s)) }

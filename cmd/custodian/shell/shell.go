@@ -40,8 +40,9 @@ const memoryLimit = 56 << 20
 // New returns the command-line application for the definitions in reg. Its
 // commands write their output to stdout and nothing else; an error is
 // returned from Run, never printed and never turned into os.Exit, so that
-// the caller (Main) maps it to an exit code in one place.
-func New(reg *workflow.Registry, stdout, stderr io.Writer) *cli.App {
+// the caller (Main) maps it to an exit code in one place. extra are the
+// commands another binary adds to the shell (custodian-temporal's).
+func New(reg *workflow.Registry, stdout, stderr io.Writer, extra ...*cli.Command) *cli.App {
 	app := &cli.App{
 		Name:      name,
 		HelpName:  name,
@@ -79,6 +80,7 @@ func New(reg *workflow.Registry, stdout, stderr io.Writer) *cli.App {
 		OnUsageError:   flagError,
 		ExitErrHandler: func(*cli.Context, error) {},
 	}
+	app.Commands = append(app.Commands, extra...)
 	for _, cmd := range app.Commands {
 		configure(cmd, name)
 	}
@@ -102,7 +104,7 @@ func configure(cmd *cli.Command, parent string) {
 // exit status. It is the one place that maps errors to exit codes and prints
 // them, as "custodian: <what happened>" and, where it helps,
 // "custodian: hint: <what to do>".
-func Main(reg *workflow.Registry, args []string, stdout, stderr io.Writer) (code int) {
+func Main(reg *workflow.Registry, args []string, stdout, stderr io.Writer, extra ...*cli.Command) (code int) {
 	defer func() {
 		// The definition's own panics are caught where it runs; one that
 		// gets here is the engine's, and must not read as a usage error,
@@ -121,11 +123,11 @@ func Main(reg *workflow.Registry, args []string, stdout, stderr io.Writer) (code
 		// keeps more.
 		debug.SetMemoryLimit(memoryLimit)
 	}
-	err := New(reg, stdout, stderr).Run(args)
+	err := New(reg, stdout, stderr, extra...).Run(args)
 	if err == nil {
 		return engine.ExitOK
 	}
-	var status exitStatus
+	var status ExitStatus
 	if errors.As(err, &status) {
 		return int(status)
 	}
@@ -134,6 +136,17 @@ func Main(reg *workflow.Registry, args []string, stdout, stderr io.Writer) (code
 		fmt.Fprintf(stderr, "%s: hint: %s\n", name, h)
 	}
 	return engine.ExitCode(err)
+}
+
+// Usagef returns a usage error of the command c, with its usage as the
+// hint, for a command another binary adds.
+func Usagef(c *cli.Context, format string, args ...any) error { return usagef(c, format, args...) }
+
+// WithRun is the action of a command on a run, RUN first and its flags
+// anywhere, for a command another binary adds: parse reads the flags and
+// the operands after RUN and returns what to do with the open run.
+func WithRun(reg *workflow.Registry, parse func(c *cli.Context, args []string) (func(*engine.Run) error, error)) cli.ActionFunc {
+	return withRun(reg, nil, parse)
 }
 
 // usagef returns a usage error of the command c, with its usage as the hint.
