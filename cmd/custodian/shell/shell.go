@@ -22,6 +22,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -41,7 +42,8 @@ const memoryLimit = 56 << 20
 // commands write their output to stdout and nothing else; an error is
 // returned from Run, never printed and never turned into os.Exit, so that
 // the caller (Main) maps it to an exit code in one place. extra are the
-// commands another binary adds to the shell (custodian-temporal's).
+// commands another binary adds to the shell (custodian-temporal's); one
+// named as a command of the shell takes its place.
 func New(reg *workflow.Registry, stdout, stderr io.Writer, extra ...*cli.Command) *cli.App {
 	app := &cli.App{
 		Name:      name,
@@ -80,7 +82,13 @@ func New(reg *workflow.Registry, stdout, stderr io.Writer, extra ...*cli.Command
 		OnUsageError:   flagError,
 		ExitErrHandler: func(*cli.Context, error) {},
 	}
-	app.Commands = append(app.Commands, extra...)
+	for _, cmd := range extra {
+		if i := slices.IndexFunc(app.Commands, func(c *cli.Command) bool { return c.Name == cmd.Name }); i >= 0 {
+			app.Commands[i] = cmd
+			continue
+		}
+		app.Commands = append(app.Commands, cmd)
+	}
 	for _, cmd := range app.Commands {
 		configure(cmd, name)
 	}
