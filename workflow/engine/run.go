@@ -112,6 +112,10 @@ func (run *Run) AsBuild(b Build) { run.build = b }
 // Dir returns the run directory, absolute.
 func (run *Run) Dir() string { return run.records.Dir }
 
+// ID returns the run's identity, as run.json records it: no two runs share
+// it, wherever their directories are.
+func (run *Run) ID() string { return run.records.Record.ID }
+
 // Definition returns the run's definition.
 func (run *Run) Definition() *workflow.Definition { return run.def }
 
