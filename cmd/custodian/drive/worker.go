@@ -203,6 +203,9 @@ func Start(c *Command, o Options) (*Worker, error) {
 // Pid returns the worker's process id, which is also its process group's.
 func (w *Worker) Pid() int { return w.pid }
 
+// Started returns when the worker started.
+func (w *Worker) Started() time.Time { return w.started }
+
 // ProcessStart returns the worker's start time, as ProcessStart gives it:
 // with Pid, what a lease records to know the worker again.
 func (w *Worker) ProcessStart() string { return w.start }
