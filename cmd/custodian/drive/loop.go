@@ -105,12 +105,32 @@ func Drive(o *engine.Run, opts Config) (int, error) {
 // drive at once, with exit status 2, naming each job and parameter, and
 // nothing is launched or reported: the round stays handed out for the
 // next drive, which launches it.
-func (d *driver) check(jobs []engine.Handout) error { return Check(d.opts.Profile, jobs, d.o.Dir()) }
+func (d *driver) check(jobs []engine.Handout) error {
+	program, err := check(d.opts.Profile, jobs, d.o.Dir())
+	if err != nil {
+		return err
+	}
+	if _, err := exec.LookPath(program); program != "" && err != nil {
+		return &engine.UsageError{
+			Message: fmt.Sprintf("drive: the worker's program %s cannot be run: %v; nothing was launched or reported", program, err),
+			Hint:    "install it, or name it in --command, then drive again: the round stays handed out",
+		}
+	}
+	return nil
+}
 
 // Check maps every hand-out of jobs through profile, for the run dir, as a
 // drive does before it launches any: a launch set-up that cannot launch
-// one of them is a *engine.UsageError that names each job and fault.
+// one of them is a *engine.UsageError that names each job and fault. It
+// does not look for the worker's program, which a drive of several hosts
+// runs elsewhere.
 func Check(profile *Profile, jobs []engine.Handout, dir string) error {
+	_, err := check(profile, jobs, dir)
+	return err
+}
+
+// check is Check, which also returns the worker's program.
+func check(profile *Profile, jobs []engine.Handout, dir string) (string, error) {
 	var faults []string
 	byFault := map[string][]string{}
 	program := ""
@@ -128,25 +148,19 @@ func Check(profile *Profile, jobs []engine.Handout, dir string) error {
 			}
 			byFault[fault] = append(byFault[fault], h.Name)
 		case err != nil:
-			return err
+			return "", err
 		default:
 			program = cmd.Args[0]
 		}
 	}
 	if len(faults) == 0 {
-		if _, err := exec.LookPath(program); program != "" && err != nil {
-			return &engine.UsageError{
-				Message: fmt.Sprintf("drive: the worker's program %s cannot be run: %v; nothing was launched or reported", program, err),
-				Hint:    "install it, or name it in --command, then drive again: the round stays handed out",
-			}
-		}
-		return nil
+		return program, nil
 	}
 	lines := make([]string, len(faults))
 	for i, f := range faults {
 		lines[i] = fmt.Sprintf("%s: %s", listed(byFault[f]), f)
 	}
-	return &engine.UsageError{
+	return "", &engine.UsageError{
 		Message: "drive: the launch set-up cannot launch this round, so nothing was launched or reported: " + strings.Join(lines, "; "),
 		Hint: "fix --command or the jobs' launch parameters, then drive again: the round stays handed out; " +
 			"{param:KEY?} leaves its argument out when a job has no KEY, {param:KEY=DEFAULT} gives a default",
