@@ -60,7 +60,7 @@ func TestAKilledWorkerProcessLosesNoJob(t *testing.T) {
 	h := newHarness(t, map[string][]string{"j1": {"spawn-and-hang", "valid"}})
 	first := h.worker(t)
 	d := h.drive(t, dir, "--idle-timeout", "3s")
-	orphan := h.untilStarted(t, 1, time.Minute)[0]
+	orphan := h.untilStarted(t, 1, 2*time.Minute)[0]
 	time.Sleep(300 * time.Millisecond) // for the worker's child to start
 	require.NoError(t, first.cmd.Process.Signal(syscall.SIGKILL))
 	assert.Eventually(t, func() bool { return groupGone(orphan.pid) }, 10*time.Second, 20*time.Millisecond,
@@ -91,7 +91,7 @@ func TestACoordinatorKilledMidRoundIsTakenUp(t *testing.T) {
 	h := newHarness(t, plan)
 	h.worker(t)
 	first := h.drive(t, dir, "--max-parallel", "3")
-	h.untilStarted(t, 3, time.Minute)
+	h.untilStarted(t, 3, 2*time.Minute)
 	require.NoError(t, first.cmd.Process.Signal(syscall.SIGKILL))
 	first.wait(t, 10*time.Second)
 
@@ -135,7 +135,7 @@ func TestAnInterruptEndsEveryWorker(t *testing.T) {
 	h := newHarness(t, map[string][]string{"j1": {"spawn-and-hang"}, "j2": {"spawn-and-hang"}, "j3": {"spawn-and-hang"}})
 	h.worker(t)
 	d := h.drive(t, dir, "--idle-timeout", "1m")
-	started := h.untilStarted(t, jobs, time.Minute)
+	started := h.untilStarted(t, jobs, 2*time.Minute)
 	time.Sleep(300 * time.Millisecond)
 	require.NoError(t, d.cmd.Process.Signal(syscall.SIGINT))
 	require.Equal(t, 12, d.wait(t, time.Minute), "drive: stdout %q\nstderr %s", d.stdout.String(), d.stderr.String())
@@ -150,4 +150,39 @@ func TestAnInterruptEndsEveryWorker(t *testing.T) {
 	after := run(t, "step", dir)
 	require.Equal(t, 0, after.code, "a step after the interrupt: %s", after.stderr)
 	assert.True(t, strings.HasPrefix(after.stdout, "launch\n"), "the interrupted jobs were charged: %q", after.stdout)
+}
+
+// A worker that hits the account's usage limit is not the job's fault:
+// launching waits for the limit to lift, and the job is launched again
+// with the same hand-out, not charged; its evidence came back to the
+// run's host.
+func TestAUsageLimitPausesWithoutCharge(t *testing.T) {
+	dir := fanoutRun(t, 1)
+	h := newHarness(t, map[string][]string{"j1": {"usage-limit:2", "valid"}})
+	h.worker(t)
+	d := h.drive(t, dir)
+	require.Equal(t, 0, d.wait(t, 2*time.Minute), "drive: stdout %q\nstderr %s", d.stdout.String(), d.stderr.String())
+	assert.Equal(t, map[string][]string{"j1": {"usage-limited", "finished"}}, outcomes(t, dir))
+	for _, l := range launches(t, dir)["j1"] {
+		assert.Equal(t, 1, l.Attempt, "a launch at the usage limit was charged")
+		assert.Positive(t, l.Stdout.Kept, "launch %d's output did not come back to the run's host", l.Launch)
+	}
+	assert.Contains(t, run(t, "log", dir).stdout, "usage-limited")
+}
+
+// A worker host that serves another profile than the drive names makes
+// no launch: each is recorded failed-to-start and reported, as a launch
+// that failed, and the job blocks after its attempts.
+func TestAWorkerOfAnotherProfileLaunchesNothing(t *testing.T) {
+	dir := fanoutRun(t, 1)
+	h := newHarness(t, nil)
+	h.start(t, append(append([]string{"worker"}, connect()...), "--task-queue", h.queue, "--worker", "codex")...)
+	d := h.drive(t, dir)
+	require.Equal(t, 10, d.wait(t, 2*time.Minute), "drive: stdout %q\nstderr %s", d.stdout.String(), d.stderr.String())
+	assert.Empty(t, h.starts(t))
+	for _, l := range launches(t, dir)["j1"] {
+		assert.Equal(t, "failed-to-start", l.Outcome)
+		assert.Contains(t, l.Message, "serves profile codex, and the drive launches claude")
+	}
+	assert.Contains(t, run(t, "log", dir).stdout, "launch-failed")
 }
