@@ -44,6 +44,22 @@ type Host struct {
 	// mu keeps one activity at a time at the run's records: the run's lock
 	// is a lock between processes, not between the goroutines of one.
 	mu sync.Mutex
+	// told are the launches whose start has been shown, job/launch: a
+	// launch's end can come before its lease.
+	told map[string]bool
+}
+
+// tell shows that the launch of l started, once.
+func (h *Host) tell(job string, attempt, launch, pid int, host string) {
+	key := fmt.Sprintf("%s/%d", job, launch)
+	if h.told[key] {
+		return
+	}
+	if h.told == nil {
+		h.told = map[string]bool{}
+	}
+	h.told[key] = true
+	h.Sink.Emit(drive.Event{Kind: drive.EventLaunched, Job: job, Attempt: attempt, Pid: pid, Text: "on host " + host})
 }
 
 // held returns the run as the workflow holds it.
@@ -185,10 +201,14 @@ func (h *Host) Lease(ctx context.Context, l engine.Lease) error {
 	defer beat(ctx)()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if err := h.held().Lease(l); err != nil {
+	d := h.held()
+	if d.Recorded(l.Job, l.Launch) {
+		return nil // its end came first: the lease is over
+	}
+	if err := d.Lease(l); err != nil {
 		return err
 	}
-	h.Sink.Emit(drive.Event{Kind: drive.EventLaunched, Job: l.Job, Attempt: l.Attempt, Pid: l.Process.Pid, Text: "on host " + l.Host})
+	h.tell(l.Job, l.Attempt, l.Launch, l.Process.Pid, l.Host)
 	return nil
 }
 
@@ -212,6 +232,9 @@ func (h *Host) Record(ctx context.Context, in LaunchResult) (RecordResult, error
 			return RecordResult{}, err
 		}
 		return RecordResult{Fault: faultOf(err)}, nil
+	}
+	if !again && l.Outcome != string(drive.FailedToStart) {
+		h.tell(l.Job, l.Attempt, l.Launch, l.Process.Pid, l.Host)
 	}
 	if !again {
 		h.Sink.Emit(drive.Event{Kind: drive.EventEnded, Job: l.Job, Outcome: l.Outcome, Status: status(l), Duration: ran(l), Text: dir})
@@ -246,6 +269,7 @@ func (h *Host) Record(ctx context.Context, in LaunchResult) (RecordResult, error
 	if h.MaxWait > 0 && until.After(now.Add(h.MaxWait)) {
 		until = now.Add(h.MaxWait)
 	}
+	h.Sink.Emit(drive.Event{Kind: drive.EventPaused, Job: l.Job, Until: until, Text: msg})
 	return RecordResult{Again: true, Until: until}, nil
 }
 
@@ -318,7 +342,7 @@ func (h *Host) Lost(ctx context.Context, in LostInput) (LostResult, error) {
 		}
 		return LostResult{Fault: faultOf(err)}, nil
 	}
-	h.Sink.Emit(drive.Event{Kind: drive.EventEnded, Job: rec.Job, Outcome: rec.Outcome, Status: "lost", Text: rec.Message})
+	h.Sink.Emit(drive.Event{Kind: drive.EventEnded, Job: rec.Job, Outcome: rec.Outcome, Status: "no evidence came back", Text: rec.Message})
 	return LostResult{}, nil
 }
 
