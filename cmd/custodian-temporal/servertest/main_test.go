@@ -147,7 +147,7 @@ func (h *harness) start(t *testing.T, args ...string) *process {
 	t.Cleanup(func() {
 		_ = p.cmd.Process.Kill()
 		<-p.done
-		if t.Failed() {
+		if t.Failed() || testing.Verbose() {
 			t.Logf("%s:\nstdout: %s\nstderr: %s", strings.Join(p.cmd.Args[:2], " "), p.stdout.String(), p.stderr.String())
 		}
 	})
