@@ -5,7 +5,9 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strconv"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -24,6 +26,28 @@ func diesWithParent(cmd *exec.Cmd) error {
 	return nil
 }
 
+// spawner is a goroutine on an OS thread of its own for good, which starts
+// every process that gets a parent-death signal: Linux sends that signal
+// when the thread that forked the process ends, not the process, and the
+// Go runtime may end a thread another goroutine locked.
+var spawner = sync.OnceValue(func() chan func() {
+	starts := make(chan func())
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread lives as long as the process
+		for start := range starts {
+			start()
+		}
+	}()
+	return starts
+})
+
+// startKept starts cmd from the spawner's thread.
+func startKept(cmd *exec.Cmd) error {
+	done := make(chan error, 1)
+	spawner() <- func() { done <- cmd.Start() }
+	return <-done
+}
+
 // startKeeper starts a keeper in the group pgid, which ends that group
 // when this process dies. It is reaped when it ends, so that a keeper
 // killed with its group never lingers as a zombie.
@@ -31,7 +55,7 @@ func startKeeper(keeper []string, pgid int) error {
 	args := append(keeper[1:len(keeper):len(keeper)], strconv.Itoa(pgid), strconv.Itoa(os.Getpid()))
 	cmd := exec.Command(keeper[0], args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid, Pdeathsig: keeperSignal}
-	if err := cmd.Start(); err != nil {
+	if err := startKept(cmd); err != nil {
 		return fmt.Errorf("start the keeper of the worker's group: %w", err)
 	}
 	go func() { _ = cmd.Wait() }()

@@ -13,5 +13,7 @@ func diesWithParent(*exec.Cmd) error { return errNoKeeper }
 
 func startKeeper([]string, int) error { return errNoKeeper }
 
+func startKept(*exec.Cmd) error { return errNoKeeper }
+
 // KeepGroup is a keeper, which needs Linux.
 func KeepGroup(int, int) error { return errNoKeeper }

@@ -156,7 +156,11 @@ func Start(c *Command, o Options) (*Worker, error) {
 			return fail(err)
 		}
 	}
-	err = cmd.Start()
+	if len(o.Keeper) > 0 {
+		err = startKept(cmd)
+	} else {
+		err = cmd.Start()
+	}
 	// The worker has its own copies; with these open, the streams would never end.
 	closeAll(outW, errW)
 	if err != nil {
