@@ -441,6 +441,9 @@ func (d *Driver) NotLaunched(hs []Handout) error {
 		return nil
 	}
 	return d.run.lockedWaiting(bookkeeping, func(rec *loaded) error {
+		if err := d.run.heldElsewhere(rec.round, d.self); err != nil {
+			return err
+		}
 		var events []store.Event
 		for _, h := range hs {
 			l := &Launch{Job: h.Name, Attempt: h.Attempt, Outcome: LaunchNotLaunched}
@@ -484,6 +487,14 @@ func (d *Driver) Begin() error {
 	return d.run.locked(func(rec *loaded) error {
 		if err := d.run.clearRound(rec, d.self); err != nil {
 			return err
+		}
+		if len(rec.state.Moves) > 0 {
+			// The last step committed and ended before its moves were
+			// done: finish them, so that what the drive takes over and
+			// its first step see the run as that step left it.
+			if err := d.run.finishMoves(rec.state); err != nil {
+				return err
+			}
 		}
 		return d.run.records.SaveRound("round", d.round(rec))
 	})
@@ -547,6 +558,9 @@ func (d *Driver) Lease(l Lease) error {
 		if rd == nil {
 			return fmt.Errorf("lease worker %s of run %s: no round is in flight: a defect in custodian", l.Job, d.run.records.Dir)
 		}
+		if err := d.run.heldElsewhere(rd, d.self); err != nil {
+			return err
+		}
 		if _, err := d.run.records.LoadLaunch(l.Job, l.Launch); err == nil {
 			return nil
 		}
@@ -594,22 +608,28 @@ func (d *Driver) RecordLaunch(l *Launch, stdout, stderr []byte) (string, error) 
 		if rec.state.Jobs[l.Job] == nil {
 			return fmt.Errorf("record a launch of %q: the run has no such job: a defect in custodian", l.Job)
 		}
-		if l.Outcome == LaunchFoundEnded {
+		// Another loop's records are refused: a drive --reclaim beside a
+		// workflow must not record the workflow's workers.
+		if err := d.run.heldElsewhere(rec.round, d.self); err != nil {
+			return err
+		}
+		kept, keptErr := d.run.records.LoadLaunch(l.Job, l.Launch)
+		if l.Outcome == LaunchFoundEnded && keptErr == nil {
 			// A drive that ended between keeping the evidence of its
 			// worker's end and dropping the lease left the record whole:
 			// it says more than that the worker was found ended.
-			if kept, err := d.run.records.LoadLaunch(l.Job, l.Launch); err == nil {
-				l = kept
-			}
+			l = kept
 		}
-		if kept, err := d.run.records.LoadLaunch(l.Job, l.Launch); err == nil && l.Outcome != LaunchFoundEnded &&
-			kept.Outcome == l.Outcome && kept.StartedAt == l.StartedAt && kept.EndedAt == l.EndedAt {
-			// The same record given again (a retried activity whose first
+		committed, err := d.run.launchCommitted(rec.state, l.Job, l.Launch)
+		if err != nil {
+			return err
+		}
+		if committed {
+			// The same launch given again (a retried activity whose first
 			// try committed): it is recorded once.
 			dir = store.LaunchDir(l.Job, l.Launch)
 			return d.dropLease(rec, l)
 		}
-		var err error
 		if dir, err = d.run.records.SaveLaunch(l, stdout, stderr); err != nil {
 			return err
 		}
@@ -623,6 +643,29 @@ func (d *Driver) RecordLaunch(l *Launch, stdout, stderr []byte) (string, error) 
 		return d.run.commit("launch-state", rec.state, events)
 	})
 	return dir, err
+}
+
+// launchCommitted says whether the history records the end of a job's
+// launch n. It reads the history back from its end, which only a launch
+// whose evidence was kept before (a retry, a drive that ended before its
+// commit) asks for.
+func (run *Run) launchCommitted(st *store.State, job string, n int) (bool, error) {
+	if _, err := run.records.LoadLaunch(job, n); err != nil {
+		return false, nil // no evidence kept: not recorded
+	}
+	dir := store.LaunchDir(job, n)
+	for seq := st.Seq; seq > 0; seq-- {
+		events, err := run.records.HistoryOf(seq)
+		if err != nil {
+			return false, err
+		}
+		for _, e := range events {
+			if e.Type == store.EventLaunch && e.Subject == job && e.Path == dir {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
 
 // dropLease drops the lease of the launch l from the round in flight.

@@ -1,6 +1,9 @@
 package engine_test
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -165,4 +168,52 @@ func TestDriver_lostLaunchIsNotCharged(t *testing.T) {
 	require.Equal(t, engine.KindLaunch, out.Kind)
 	require.Len(t, out.Jobs, 1)
 	assert.Equal(t, 1, out.Jobs[0].Attempt, "the lost launch was charged as an attempt")
+}
+
+// A loop the workflow does not hold the run for records nothing of its
+// workers: a drive --reclaim beside the workflow is refused before it
+// records a lease as ended.
+func TestWorkflowDriver_otherLoopsRecordNothing(t *testing.T) {
+	h := startRun(t, oneJob(job("a")), source)
+	h.launch("a")
+	d := held(t, h, loopWorkflow)
+	require.NoError(t, d.Lease(engine.Lease{Job: "a", Attempt: 1, Launch: 1, Process: engine.Process{Pid: 4242, Start: "1"},
+		Host: "worker-7", Expires: time.Now().Add(time.Hour).UTC().Format(time.RFC3339Nano)}))
+	other := h.o.Driver(process(t, true))
+	var holds *engine.WorkflowHoldsError
+	_, err := other.RecordLaunch(&engine.Launch{Job: "a", Attempt: 1, Launch: 1, Outcome: engine.LaunchFoundEnded}, nil, nil)
+	assert.ErrorAs(t, err, &holds)
+	assert.ErrorAs(t, other.NotLaunched([]engine.Handout{{Name: "a", Attempt: 1}}), &holds)
+	assert.ErrorAs(t, other.Lease(engine.Lease{Job: "a", Attempt: 1, Launch: 2, Process: engine.Process{Pid: 9, Start: "1"}}), &holds)
+	assert.Len(t, inFlight(t, h).Workers, 1, "the workflow's lease was dropped")
+	assert.False(t, d.Recorded("a", 1))
+}
+
+// A launch whose evidence was kept and whose end was not committed (its
+// drive ended in between) is committed when it is recorded again; one
+// committed is not recorded twice.
+func TestDriver_recordLaunchCommitsWhatWasKept(t *testing.T) {
+	h := startRun(t, oneJob(job("a")), source)
+	h.launch("a")
+	d := held(t, h, loopWorkflow)
+	// The evidence as a drive that ended before its commit left it.
+	l := &engine.Launch{Job: "a", Attempt: 1, Launch: 1, Worker: "exec", Outcome: engine.LaunchInterrupted, ExitStatus: -1,
+		Command: []string{"w"}, Env: []string{}, StartedAt: "2026-01-01T00:00:00Z", EndedAt: "2026-01-01T00:00:01Z"}
+	kept := filepath.Join(h.dir, ".custodian", "jobs", "a", "launch-1")
+	require.NoError(t, os.MkdirAll(kept, 0o755))
+	data, err := json.Marshal(struct {
+		Format int    `json:"format"`
+		Run    string `json:"run"`
+		*engine.Launch
+	}{1, h.o.ID(), l})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(kept, "launch.json"), data, 0o644))
+
+	require.True(t, d.Recorded("a", 1), "the kept evidence does not read")
+	_, err = d.RecordLaunch(&engine.Launch{Job: "a", Attempt: 1, Launch: 1, Outcome: engine.LaunchFoundEnded}, nil, nil)
+	require.NoError(t, err)
+	out, err := d.Step()
+	require.NoError(t, err)
+	require.Len(t, out.Jobs, 1)
+	assert.Equal(t, 1, out.Jobs[0].Attempt, "the interrupted launch, kept and never committed, was charged")
 }

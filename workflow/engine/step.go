@@ -46,7 +46,12 @@ func (run *Run) step(self Holder, number int, running map[string]int) (Outcome, 
 		} else if err := run.clearRound(rec, self); err != nil {
 			return err
 		}
-		if number > 0 && rec.state.Steps >= number && len(rec.state.Moves) == 0 {
+		if number > 0 && rec.state.Steps >= number {
+			if len(rec.state.Moves) > 0 {
+				if err := run.finishMoves(rec.state); err != nil {
+					return err
+				}
+			}
 			taken, err := run.outcomeOf(rec.state, number)
 			if err != nil {
 				return err

@@ -434,13 +434,17 @@ func (d *driver) reclaim() error {
 		return err
 	}
 	host, _ := os.Hostname()
-	if !d.opts.Reclaim || rd.Host != host || proc.Running(rd.Driver.Pid, rd.Driver.Start) {
+	if !d.opts.Reclaim || rd.Host != host || rd.Workflow != nil || proc.Running(rd.Driver.Pid, rd.Driver.Start) {
 		// Refused while they run, or while the drive that launched them
-		// still runs (it ends its own workers), or when nothing here can
-		// end them; a round of ended workers is cleared.
+		// still runs (it ends its own workers), or while a workflow holds
+		// the run (its workers may run on any host), or when nothing here
+		// can end them; a round of ended workers is cleared.
 		return d.held.Begin()
 	}
 	for _, w := range rd.Workers {
+		if w.Where(rd) != host {
+			continue // not to be seen from here: the step refuses until its lease expires
+		}
 		now := time.Now().UTC().Format(time.RFC3339Nano)
 		l := &engine.Launch{Job: w.Job, Attempt: w.Attempt, Launch: w.Launch, Worker: d.opts.Profile.Name(), Host: rd.Host,
 			Process: w.Process, EndedAt: now, ExitStatus: -1}
