@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/custodian-run/custodian/cmd/custodian/drive"
 	"github.com/custodian-run/custodian/internal/proc"
@@ -91,11 +93,31 @@ func faultOf(err error) *Fault {
 
 // passing says whether err passes, and the activity is to be tried again:
 // a worker of an earlier workflow, on another host, may still write, until
-// its lease expires. Anything else is a fault the drive reports, as
-// custodian drive does: a run another command holds (exit 3) included.
+// its lease expires; or another command holds the run's lock a moment (a
+// step an earlier coordinator started, which outlived it). Anything else
+// is a fault the drive reports.
 func passing(err error) bool {
 	var workers *engine.WorkersAliveError
-	return errors.As(err, &workers)
+	return errors.As(err, &workers) || lockBusy(err)
+}
+
+// lockBusy says whether err is the run's lock held by another command, not
+// the run held by another loop.
+func lockBusy(err error) bool {
+	var holds *engine.WorkflowHoldsError
+	var driver *engine.DriverAliveError
+	var workers *engine.WorkersAliveError
+	return errors.Is(err, engine.ErrBusy) && !errors.As(err, &holds) && !errors.As(err, &driver) && !errors.As(err, &workers)
+}
+
+// failed is the error an activity ends with: one that passes is tried
+// again; any other ends the activity for good, so that a record that
+// cannot be trusted stops the workflow rather than be tried for ever.
+func failed(err error) error {
+	if err == nil || passing(err) {
+		return err
+	}
+	return temporal.NewNonRetryableApplicationError(err.Error(), "custodian", err)
 }
 
 // Begin holds the run for the workflow, and says where it stands: its
@@ -107,7 +129,10 @@ func (h *Host) Begin(ctx context.Context) (BeginResult, error) {
 	defer h.mu.Unlock()
 	d := h.held()
 	if err := d.Begin(); err != nil {
-		if passing(err) {
+		// A run busy at the start is refused, as custodian drive refuses
+		// it (exit 3): another loop may be at work.
+		var workers *engine.WorkersAliveError
+		if errors.As(err, &workers) {
 			return BeginResult{}, err
 		}
 		return BeginResult{Fault: faultOf(err)}, nil
@@ -157,6 +182,10 @@ func (h *Host) Step(ctx context.Context, in StepInput) (StepResult, error) {
 			fmt.Fprintf(h.Stderr, "%scustodian: step ended with exit status %d, inside an effect\n", inEffect.Stderr, inEffect.Status)
 		}
 		return StepResult{Kind: kindInEffect, StopWhy: inEffect.Error()}, nil
+	case errors.As(err, &stepErr) && stepErr.Status == engine.ExitBusy && strings.Contains(stepErr.Stderr, engine.ErrBusy.Error()):
+		// Its lock held a moment, by a step an earlier coordinator began:
+		// the step process says so in words, its status being shared.
+		return StepResult{}, err
 	case errors.As(err, &stepErr):
 		return StepResult{Fault: &Fault{Status: stepErr.Status, Message: stepErr.Error(), Hint: stepErr.Hint()}}, nil
 	case err != nil:
@@ -206,7 +235,7 @@ func (h *Host) Lease(ctx context.Context, l engine.Lease) error {
 		return nil // its end came first: the lease is over
 	}
 	if err := d.Lease(l); err != nil {
-		return err
+		return failed(err)
 	}
 	h.tell(l.Job, l.Attempt, l.Launch, l.Process.Pid, l.Host)
 	return nil
@@ -315,8 +344,9 @@ func (h *Host) Lost(ctx context.Context, in LostInput) (LostResult, error) {
 	switch {
 	case lease == nil && !in.Waited:
 		// The worker host never said its worker ran: none did, or the
-		// host ends it as soon as it cannot say so. Wait that out once.
-		return LostResult{Wait: h.Grace + leaseMargin/6}, nil
+		// host ends it once it cannot say so (leaseSend, then its grace).
+		// Wait that out once.
+		return LostResult{Wait: leaseSend + h.Grace + leaseMargin/6}, nil
 	case lease == nil:
 		rec.Message = "lost before its worker host said it ran: " + in.Why
 	case lease.Host == here:
@@ -325,7 +355,7 @@ func (h *Host) Lost(ctx context.Context, in LostInput) (LostResult, error) {
 		if proc.Alive(lease.Process.Pid, lease.Process.Start) {
 			// An orphan: its worker process died and its keeper did not end it.
 			if err := drive.EndGroup(lease.Process.Pid, lease.Process.Start, h.Grace); err != nil {
-				return LostResult{}, err
+				return LostResult{}, failed(err)
 			}
 			rec.Message += fmt.Sprintf("; its group (pid %d) was still running, and was ended", lease.Process.Pid)
 		}
@@ -356,7 +386,7 @@ func (h *Host) NotLaunched(ctx context.Context, jobs []Job) error {
 	for i, j := range jobs {
 		hs[i] = j.Handout
 	}
-	return h.held().NotLaunched(hs)
+	return failed(h.held().NotLaunched(hs))
 }
 
 // Report reports the drive's stop, once.
@@ -366,13 +396,13 @@ func (h *Host) Report(ctx context.Context, in ReportInput) error {
 	defer h.mu.Unlock()
 	s, err := h.Run.Status()
 	if err != nil {
-		return err
+		return failed(err)
 	}
 	if r := s.StopReport; r != nil && r.Text == in.Why && r.Job == in.Job {
 		return nil // made already, by a try whose answer was lost
 	}
 	_, err = h.held().Report(engine.ReportStop, in.Job, in.Why)
-	return err
+	return failed(err)
 }
 
 // End frees the run: the workflow has ended, and every worker with it.
@@ -380,5 +410,5 @@ func (h *Host) End(ctx context.Context) error {
 	defer beat(ctx)()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.held().End()
+	return failed(h.held().End())
 }
