@@ -108,7 +108,9 @@ func (l *loop) run(ctx workflow.Context) (Result, error) {
 		return Result{}, err
 	}
 	if begin.Fault != nil {
-		return Result{Fault: begin.Fault}, nil
+		// The hold may have been taken before the fault: it is given back.
+		l.fault = begin.Fault
+		return l.finish(ctx)
 	}
 	l.step, l.queue = begin.Steps, begin.Unlaunched
 	l.owed = len(l.queue) == 0

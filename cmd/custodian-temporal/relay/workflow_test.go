@@ -27,6 +27,8 @@ type fakeRun struct {
 	lose map[string]int
 	// block makes the first step blocked on j1.
 	block bool
+	// fault is Begin's, when set.
+	fault *Fault
 
 	mu            sync.Mutex
 	finished      map[string]bool
@@ -46,7 +48,9 @@ func newFakeRun(jobs int) *fakeRun {
 
 func (f *fakeRun) job(i int) string { return fmt.Sprintf("j%d", i) }
 
-func (f *fakeRun) Begin(context.Context) (BeginResult, error) { return BeginResult{}, nil }
+func (f *fakeRun) Begin(context.Context) (BeginResult, error) {
+	return BeginResult{Fault: f.fault}, nil
+}
 
 func (f *fakeRun) Step(_ context.Context, in StepInput) (StepResult, error) {
 	f.mu.Lock()
@@ -207,4 +211,15 @@ func TestLoop_aBlockIsReported(t *testing.T) {
 	assert.Equal(t, []ReportInput{{Job: "j1", Why: "blocked; drive never repairs"}}, f.reports)
 	assert.Empty(t, f.launched)
 	assert.True(t, f.ended)
+}
+
+// A fault at the beginning (a launch set-up that cannot launch what was
+// handed out) ends the workflow with it, and gives the hold back.
+func TestLoop_aFaultAtTheBeginningFreesTheRun(t *testing.T) {
+	f := newFakeRun(1)
+	f.fault = &Fault{Status: engine.ExitUsage, Message: "drive: the launch set-up cannot launch this round"}
+	res := run(t, f, Params{})
+	assert.Equal(t, Result{Fault: f.fault}, res)
+	assert.True(t, f.ended, "the run stays held by a workflow that has ended")
+	assert.Empty(t, f.launched)
 }
