@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -32,6 +33,9 @@ func workerCommand() *cli.Command {
 			&cli.IntFlag{Name: "max-parallel", Value: 8, Usage: "at most `N` workers at once on this host"},
 		),
 		Action: func(c *cli.Context) error {
+			if runtime.GOOS != "linux" {
+				return fmt.Errorf("worker: a worker host runs Linux: its workers die with it by Linux's parent-death signal, which %s lacks", runtime.GOOS)
+			}
 			if c.NArg() > 0 {
 				return shell.Usagef(c, "worker takes no run: it serves every run whose drive names its task queue")
 			}
@@ -65,9 +69,9 @@ func workerCommand() *cli.Command {
 				MaxConcurrentActivityExecutionSize: c.Int("max-parallel"),
 				DefaultHeartbeatThrottleInterval:   time.Second,
 				MaxHeartbeatThrottleInterval:       time.Second,
-				// A stopping worker process ends its workers at once: their
-				// grace is theirs to take, within the activity.
-				WorkerStopTimeout: time.Second,
+				// A stopping worker process ends its workers, each with its
+				// grace, and sends their evidence back before it exits.
+				WorkerStopTimeout: time.Minute,
 			})
 			w.RegisterActivityWithOptions(launcher.Launch, activity.RegisterOptions{Name: "Launch"})
 			stop := make(chan any)

@@ -16,9 +16,10 @@ import (
 )
 
 // Keep is how many bytes of each of a worker's output streams go back to
-// the run's host: the evidence travels in the activity's result, which
-// Temporal bounds (2 MB by default).
-const Keep = 256 << 10
+// the run's host: the evidence travels in the activity's result, and again
+// in the record's input, in a workflow history that Temporal bounds (50 MB
+// by default): at 64 KiB a stream, some 150 launches of full output fit.
+const Keep = 64 << 10
 
 // leaseSend bounds the wait for the workflow to take a worker's lease; a
 // worker whose lease was not taken is ended, so that nothing writes that
@@ -97,27 +98,42 @@ func (l *Launcher) Launch(ctx context.Context, in LaunchInput) (LaunchResult, er
 	}()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	// The lease ends by the wall clock, the watchdog by the monotonic one,
+	// which stands still while the host sleeps: a worker past its lease,
+	// however it got there, is ended at once.
+	expires := w.Started().Add(LeaseBound(in.Timeout, in.Grace) - leaseMargin/2).Round(0)
 	cancelled := false
+	end := func() {
+		if !cancelled {
+			// Cancelled, timed out, or this worker process is stopping: the
+			// worker's group ends, with its grace.
+			cancelled = true
+			w.Kill()
+		}
+	}
 	for done := false; !done; {
 		select {
 		case <-ended:
 			done = true
 		case <-tick.C:
 			activity.RecordHeartbeat(ctx, lease)
-		case <-ctx.Done():
-			if !cancelled {
-				// Cancelled, timed out, or this worker is stopping: the
-				// worker's group ends, with its grace.
-				cancelled = true
+			if time.Now().Round(0).After(expires) {
+				w.Kill()
 				w.Kill()
 			}
+		case <-activity.GetWorkerStopChannel(ctx):
+			end()
+		case <-ctx.Done():
+			end()
 		}
 	}
 	r := w.Wait()
 	rec := drive.Evidence(h, n, l.Profile.Name(), cmd, w, r, l.Host, cancelled)
 	l.Sink.Emit(drive.Event{Kind: drive.EventEnded, Job: h.Name, Outcome: rec.Outcome, Status: r.Status(), Duration: r.Ended.Sub(r.Started)})
 	res := LaunchResult{Launch: rec, Stdout: r.Stdout.Data, Stderr: r.Stderr.Data}
-	if cancelled {
+	if ctx.Err() != nil {
+		// Cancelled: the evidence comes back with the cancellation. A
+		// worker process that stops completes its activities instead.
 		return res, temporal.NewCanceledError(res)
 	}
 	return res, nil

@@ -186,3 +186,20 @@ func TestAWorkerOfAnotherProfileLaunchesNothing(t *testing.T) {
 	}
 	assert.Contains(t, run(t, "log", dir).stdout, "launch-failed")
 }
+
+// A worker process stopped with Ctrl-C ends its workers, each with its
+// grace, and sends their evidence back: the launches are recorded as
+// interrupted, not charged, and the jobs handed out again to the worker
+// that takes its place.
+func TestAStoppedWorkerProcessSendsItsEvidence(t *testing.T) {
+	dir := fanoutRun(t, 2)
+	h := newHarness(t, map[string][]string{"j1": {"hang", "valid"}, "j2": {"hang", "valid"}})
+	first := h.worker(t)
+	d := h.drive(t, dir, "--idle-timeout", "1m")
+	h.untilStarted(t, 2, 2*time.Minute)
+	require.NoError(t, first.cmd.Process.Signal(syscall.SIGINT))
+	require.Equal(t, 0, first.wait(t, time.Minute), "the stopped worker: %s", first.stderr.String())
+	h.worker(t)
+	require.Equal(t, 0, d.wait(t, 2*time.Minute), "drive: stdout %q\nstderr %s", d.stdout.String(), d.stderr.String())
+	assert.Equal(t, map[string][]string{"j1": {"interrupted", "finished"}, "j2": {"interrupted", "finished"}}, outcomes(t, dir))
+}
