@@ -33,7 +33,7 @@ func driveCommand(reg *wf.Registry) *cli.Command {
 		Name:  "drive",
 		Usage: "drive the run as a Temporal workflow: its steps on this host, its workers on any host of a task queue",
 		ArgsUsage: "RUN --address HOST:PORT [--namespace NS] --worker claude|codex|exec [--command CMD] [--task-queue Q]\n" +
-			"       [--max-parallel N] [--timeout D] [--idle-timeout D] [--grace D] [--max-wait D] [--json] [--tls ...]",
+			"       [--max-parallel N] [--timeout D] [--idle-timeout D] [--grace D] [--max-wait D] [--renew-at BYTES] [--json] [--tls ...]",
 		Description: "Drive starts the run's workflow, or attaches to it when it runs, and serves the run's own task queue\n" +
 			"while it lives: the workflow's steps and records, here where the run directory is. Workers run on the\n" +
 			"hosts that serve --task-queue with custodian-temporal worker. Killed, drive leaves the workflow waiting;\n" +
@@ -49,6 +49,7 @@ func driveCommand(reg *wf.Registry) *cli.Command {
 			&cli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "between SIGTERM and SIGKILL when a worker is ended, `D`"},
 			&cli.DurationFlag{Name: "max-wait", Value: 6 * time.Hour, Usage: "the longest wait for a usage limit to lift, `D`"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object per event, the last step's outcome last"},
+			&cli.IntFlag{Name: "renew-at", Value: relay.DefaultRenewAt, Usage: "go on as a new workflow execution once the history holds `BYTES`"},
 		),
 		Action: shell.WithRun(reg, func(c *cli.Context, _ []string) (func(*engine.Run) error, error) {
 			if !c.IsSet("worker") {
@@ -63,6 +64,9 @@ func driveCommand(reg *wf.Registry) *cli.Command {
 			}
 			if c.Duration("timeout") <= 0 {
 				return nil, shell.Usagef(c, "--timeout must be more than zero: it bounds how long a lost worker host's worker can write")
+			}
+			if c.Int("renew-at") < 1 {
+				return nil, shell.Usagef(c, "--renew-at %d is not a size in bytes", c.Int("renew-at"))
 			}
 			for _, name := range []string{"idle-timeout", "grace", "max-wait"} {
 				if c.Duration(name) < 0 {
@@ -114,7 +118,7 @@ func driveRun(c *cli.Context, cl client.Client, o *engine.Run, profile *drive.Pr
 	}
 	params := relay.Params{Workflow: hold, Dir: o.Dir(), RunQueue: queue, WorkerQueue: c.String("task-queue"), Profile: profile.Name(),
 		MaxParallel: c.Int("max-parallel"), Timeout: c.Duration("timeout"), Idle: c.Duration("idle-timeout"),
-		Grace: c.Duration("grace"), MaxWait: c.Duration("max-wait")}
+		Grace: c.Duration("grace"), MaxWait: c.Duration("max-wait"), RenewAt: c.Int("renew-at")}
 	run, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       hold.ID,
 		TaskQueue:                queue,
@@ -143,7 +147,8 @@ func driveRun(c *cli.Context, cl client.Client, o *engine.Run, profile *drive.Pr
 			// The workflow ends every worker, records it, and ends; drive
 			// waits for that.
 			progress.Emit(drive.Event{Kind: drive.EventInterrupted, Text: "ending every worker, then stopping"})
-			if cerr := cl.CancelWorkflow(ctx, hold.ID, run.GetRunID()); cerr != nil {
+			// The workflow's current execution: it may have gone on as new.
+			if cerr := cl.CancelWorkflow(ctx, hold.ID, ""); cerr != nil {
 				fmt.Fprintf(c.App.ErrWriter, "custodian-temporal: cancel workflow %s: %v\n", hold.ID, cerr)
 			}
 			continue

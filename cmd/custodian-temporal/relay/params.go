@@ -60,7 +60,16 @@ type Params struct {
 	Idle        time.Duration
 	Grace       time.Duration
 	MaxWait     time.Duration
+	// RenewAt is the size of the workflow's history, in bytes, past which
+	// it lets its workers end and goes on as a new execution (continue as
+	// new), before Temporal's bound (50 MB); zero: DefaultRenewAt.
+	RenewAt int
 }
+
+// DefaultRenewAt is the history size at which a run's workflow goes on as
+// a new execution: well inside Temporal's 50 MB, with room for the
+// launches in flight while it drains.
+const DefaultRenewAt = 20 << 20
 
 // Result is how a run's workflow ended: the drive's exit status, and the
 // fault that made it fail, if one did.

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"cmp"
 	"errors"
 	"slices"
 	"time"
@@ -51,6 +52,9 @@ type loop struct {
 	done    bool            // a step gave done
 	// cancelled: the drive was interrupted; every worker is ended.
 	cancelled bool
+	// renewing: the history has grown past Params.RenewAt; once the
+	// workers in flight end, the workflow goes on as a new execution.
+	renewing bool
 }
 
 // ended is a launch's end, as its coroutine recorded it.
@@ -116,13 +120,15 @@ func (l *loop) run(ctx workflow.Context) (Result, error) {
 	l.owed = len(l.queue) == 0
 	leased := workflow.GetSignalChannel(ctx, LeasedSignal)
 	for {
-		if l.owed && !l.stopping() {
+		if l.owed && !l.stopping() && !l.renewing {
 			l.owed = false
 			l.takeStep(ctx)
 		}
 		l.launch(ctx)
 		if len(l.running) == 0 {
 			switch {
+			case l.renewing && !l.stopping():
+				return l.renew(ctx)
 			case l.stopping():
 				return l.finish(ctx)
 			case l.settle != nil || l.owed:
@@ -158,7 +164,19 @@ func (l *loop) run(ctx workflow.Context) (Result, error) {
 			})
 		}
 		sel.Select(ctx)
+		if limit := cmp.Or(l.p.RenewAt, DefaultRenewAt); workflow.GetInfo(ctx).GetCurrentHistorySize() > limit {
+			l.renewing = true
+		}
 	}
+}
+
+// renew goes on as a new execution of the workflow, with an empty
+// history, once no worker runs. What was queued is recorded not launched
+// (a usage limit's relaunch among it), and handed out again, not charged,
+// by the new execution's first step.
+func (l *loop) renew(ctx workflow.Context) (Result, error) {
+	l.dropQueue(ctx)
+	return Result{}, workflow.NewContinueAsNewError(ctx, WorkflowName, l.p)
 }
 
 // stopping says whether the workflow launches nothing more.
@@ -216,7 +234,7 @@ func (l *loop) takeStep(ctx workflow.Context) {
 // launch starts the queued hand-outs' workers while there is a place for
 // them, each carried by a coroutine of its own from launch to record.
 func (l *loop) launch(ctx workflow.Context) {
-	for len(l.queue) > 0 && l.pause == nil && !l.stopping() && (l.p.MaxParallel <= 0 || len(l.running) < l.p.MaxParallel) {
+	for len(l.queue) > 0 && l.pause == nil && !l.stopping() && !l.renewing && (l.p.MaxParallel <= 0 || len(l.running) < l.p.MaxParallel) {
 		j := l.queue[0]
 		l.queue = l.queue[1:]
 		l.running[j.Handout.Name] = j

@@ -213,6 +213,27 @@ func TestLoop_aBlockIsReported(t *testing.T) {
 	assert.True(t, f.ended)
 }
 
+// A workflow whose history has grown past RenewAt lets its workers end,
+// records what it queued as not launched, and goes on as a new execution.
+func TestLoop_aLongHistoryGoesOnAsNew(t *testing.T) {
+	f := newFakeRun(4)
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(Loop, workflow.RegisterOptions{Name: WorkflowName})
+	for name, fn := range map[string]any{activityBegin: f.Begin, activityStep: f.Step, activityLaunch: f.Launch,
+		activityRecord: f.Record, activityLost: f.Lost, activityNotLaunched: f.NotLaunched, activityReport: f.Report, activityEnd: f.End} {
+		env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
+	}
+	env.SetCurrentHistorySize(2 << 20)
+	env.ExecuteWorkflow(WorkflowName, Params{MaxParallel: 1, Timeout: time.Hour, Grace: time.Second, RenewAt: 1 << 20})
+	require.True(t, env.IsWorkflowCompleted())
+	var next *workflow.ContinueAsNewError
+	require.ErrorAs(t, env.GetWorkflowError(), &next, "the workflow did not go on as new")
+	assert.Equal(t, 1, f.launched["j1"], "the launch in flight was not let end")
+	assert.ElementsMatch(t, []string{"j2", "j3", "j4"}, f.notLaunched)
+	assert.False(t, f.ended, "a workflow that goes on freed the run")
+}
+
 // A fault at the beginning (a launch set-up that cannot launch what was
 // handed out) ends the workflow with it, and gives the hold back.
 func TestLoop_aFaultAtTheBeginningFreesTheRun(t *testing.T) {

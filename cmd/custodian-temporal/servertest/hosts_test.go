@@ -203,3 +203,21 @@ func TestAStoppedWorkerProcessSendsItsEvidence(t *testing.T) {
 	require.Equal(t, 0, d.wait(t, 2*time.Minute), "drive: stdout %q\nstderr %s", d.stdout.String(), d.stderr.String())
 	assert.Equal(t, map[string][]string{"j1": {"interrupted", "finished"}, "j2": {"interrupted", "finished"}}, outcomes(t, dir))
 }
+
+// A workflow whose history outgrows --renew-at goes on as a new execution,
+// which takes up what it queued, and drive follows it to the run's end.
+func TestALongRunGoesOnAsNew(t *testing.T) {
+	const jobs = 6
+	dir := fanoutRun(t, jobs)
+	h := newHarness(t, nil)
+	h.worker(t)
+	d := h.drive(t, dir, "--max-parallel", "2", "--renew-at", "20000")
+	require.Equal(t, 0, d.wait(t, 2*time.Minute), "drive: stdout %q\nstderr %s", d.stdout.String(), d.stderr.String())
+	assert.Equal(t, "done\n", d.stdout.String())
+	assert.Len(t, h.starts(t), jobs)
+	log := run(t, "log", dir).stdout
+	assert.Contains(t, log, "not launched", "the workflow never went on as new")
+	for job, o := range outcomes(t, dir) {
+		assert.Equal(t, []string{"finished"}, o, "%s", job)
+	}
+}
