@@ -259,7 +259,7 @@ func standing(s engine.Status) string {
 	switch {
 	case s.Abandoned != nil:
 		return Abandoned
-	case s.Round != nil && s.Round.Driver.Pid != 0:
+	case s.Round != nil && (s.Round.Driver.Pid != 0 || s.Round.Workflow != nil):
 		return DrivenNow
 	case uncertain(s):
 		return Uncertain

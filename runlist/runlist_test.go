@@ -123,6 +123,10 @@ func tree(t *testing.T, root string) *workflow.Registry {
 	steps(t, driven, 1)
 	require.NoError(t, driven.Driver(self(t)).Begin())
 
+	held := setup(t, started, root, "held", "clean")
+	steps(t, held, 1)
+	require.NoError(t, held.WorkflowDriver(engine.Workflow{ID: "custodian-held", Namespace: "default", Address: "t:7233"}).Begin())
+
 	untrusted := setup(t, started, root, "untrusted", "clean")
 	steps(t, untrusted, 1)
 	require.NoError(t, os.WriteFile(filepath.Join(untrusted.Dir(), engine.StateDir, "state.json"), []byte("garbage\n"), 0o644))
@@ -199,6 +203,7 @@ func TestFind_listsEveryRunWhereItStands(t *testing.T) {
 		"clean/launched": {"trial", runlist.InProgress, "2 jobs: 2 awaited", nil, engine.KindLaunch, ""},
 		"deep/er/run":    {"trial", runlist.InProgress, "0 jobs", nil, "", ""},
 		"driven":         {"trial", runlist.DrivenNow, "2 jobs: 2 awaited", nil, engine.KindLaunch, ""},
+		"held":           {"trial", runlist.DrivenNow, "2 jobs: 2 awaited", nil, engine.KindLaunch, ""},
 		"gone":           {"gone", runlist.Unreadable, "", nil, "", `it runs definition "gone", which this binary does not carry`},
 		"half":           {"", runlist.Unreadable, "", nil, "", "has no .custodian/run.json: not a run"},
 		"interrupted":    {"trial", runlist.Uncertain, "3 jobs: 2 accepted, 1 awaited", nil, engine.KindLaunch, ""},
@@ -215,7 +220,7 @@ func TestFind_listsEveryRunWhereItStands(t *testing.T) {
 	}
 	var wantPaths []string
 	for _, rel := range []string{"abandoned", "blocked", "clean/done", "clean/fresh", "clean/launched", "deep/er/run", "driven", "gone",
-		"half", "interrupted", "linked", "notes", "released", "stopped", "uncertain", "untrusted"} {
+		"half", "held", "interrupted", "linked", "notes", "released", "stopped", "uncertain", "untrusted"} {
 		wantPaths = append(wantPaths, filepath.Join(root, rel))
 	}
 	require.Equal(t, wantPaths, paths, "not every run, or not in order of path")
