@@ -100,8 +100,10 @@ func driveRun(c *cli.Context, cl client.Client, o *engine.Run, profile *drive.Pr
 	host := &relay.Host{Run: o, Workflow: hold, Binary: binary, Profile: profile, MaxWait: c.Duration("max-wait"),
 		Grace: c.Duration("grace"), Sink: progress, Stderr: c.App.ErrWriter}
 	w := worker.New(cl, queue, worker.Options{
-		DefaultHeartbeatThrottleInterval: time.Second,
-		MaxHeartbeatThrottleInterval:     time.Second,
+		// Inside relay.HostHeartbeat, with room for a slow call: a failed
+		// heartbeat ends the activity, which is then tried again.
+		DefaultHeartbeatThrottleInterval: 5 * time.Second,
+		MaxHeartbeatThrottleInterval:     5 * time.Second,
 	})
 	w.RegisterWorkflowWithOptions(relay.Loop, workflow.RegisterOptions{Name: relay.WorkflowName})
 	w.RegisterActivityWithOptions(host, activity.RegisterOptions{})

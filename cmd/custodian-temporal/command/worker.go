@@ -18,6 +18,9 @@ import (
 	"github.com/custodian-run/custodian/cmd/custodian/shell"
 )
 
+// heartbeatEvery bounds how often a worker host heartbeats for a launch.
+const heartbeatEvery = 10 * time.Second
+
 func workerCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "worker",
@@ -67,8 +70,13 @@ func workerCommand() *cli.Command {
 			launcher := &relay.Launcher{Client: cl, Profile: profile, Host: host, Keeper: []string{self, "keep-group"}, Sink: progress}
 			w := worker.New(cl, c.String("task-queue"), worker.Options{
 				MaxConcurrentActivityExecutionSize: c.Int("max-parallel"),
-				DefaultHeartbeatThrottleInterval:   time.Second,
-				MaxHeartbeatThrottleInterval:       time.Second,
+				// A heartbeat at most every 10 s (sooner under a short
+				// heartbeat timeout): the SDK gives each call as long as the
+				// interval, and ends the activity when a call fails, so a
+				// one-second interval would end every worker at a blip of
+				// the network. A cancellation comes with the next heartbeat.
+				DefaultHeartbeatThrottleInterval: heartbeatEvery,
+				MaxHeartbeatThrottleInterval:     heartbeatEvery,
 				// A stopping worker process ends its workers, each with its
 				// grace, and sends their evidence back before it exits.
 				WorkerStopTimeout: time.Minute,
