@@ -274,32 +274,73 @@ func (h *Host) Record(ctx context.Context, in LaunchResult) (RecordResult, error
 			return RecordResult{Fault: faultOf(err)}, nil
 		}
 	}
-	if l.Outcome != string(drive.UsageLimited) || again {
+	if l.Outcome != string(drive.UsageLimited) {
 		return RecordResult{}, nil
 	}
 	msg := "the account hit a usage limit"
 	if l.UsageLimit != nil && l.UsageLimit.Message != "" {
 		msg = l.UsageLimit.Message
 	}
-	_, free, err := d.ReportUsageLimited(l.Job, msg)
-	if err != nil || !free {
-		if err != nil && !passing(err) {
+	free := false
+	if again {
+		// Recorded and reported by a try whose answer was lost: free as
+		// that report found it, by the job's usage-limited launches.
+		n, err := h.usageLimited(l.Job)
+		if err != nil {
+			return RecordResult{Fault: faultOf(err)}, nil
+		}
+		free = n <= engine.MaxUsageLimited
+	} else if _, free, err = d.ReportUsageLimited(l.Job, msg); err != nil {
+		if !passing(err) {
 			return RecordResult{Fault: faultOf(err)}, nil
 		}
 		return RecordResult{}, err
 	}
-	now := time.Now()
-	until := now.Add(drive.UnknownResetWait)
+	if !free {
+		return RecordResult{}, nil
+	}
+	until := limitLifts(l, h.MaxWait)
+	if !again {
+		h.Sink.Emit(drive.Event{Kind: drive.EventPaused, Job: l.Job, Until: until, Text: msg})
+	}
+	return RecordResult{Again: true, Until: until}, nil
+}
+
+// usageLimited counts the launches of job the run records as ended at a
+// usage limit.
+func (h *Host) usageLimited(job string) (int, error) {
+	story, err := h.Run.Story(job)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, ho := range story.Handouts {
+		for _, l := range ho.Launches {
+			if l.Outcome == string(drive.UsageLimited) {
+				n++
+			}
+		}
+	}
+	return n, nil
+}
+
+// limitLifts is when the usage limit a launch hit lifts, as its record
+// says, counted from the launch's end, and at most maxWait after it.
+func limitLifts(l *engine.Launch, maxWait time.Duration) time.Time {
+	ended, err := time.Parse(time.RFC3339Nano, l.EndedAt)
+	if err != nil {
+		ended = time.Now()
+	}
+	until := ended.Add(drive.UnknownResetWait)
 	if lim := l.UsageLimit; lim != nil && lim.Known {
 		if t, err := time.Parse(time.RFC3339, lim.Resets); err == nil {
 			until = t
 		}
 	}
-	if h.MaxWait > 0 && until.After(now.Add(h.MaxWait)) {
-		until = now.Add(h.MaxWait)
+	if maxWait > 0 && until.After(ended.Add(maxWait)) {
+		until = ended.Add(maxWait)
 	}
-	h.Sink.Emit(drive.Event{Kind: drive.EventPaused, Job: l.Job, Until: until, Text: msg})
-	return RecordResult{Again: true, Until: until}, nil
+	return until
 }
 
 // status says how a launch's process ended, as the drive's events do.

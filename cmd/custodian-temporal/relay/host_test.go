@@ -155,3 +155,26 @@ func TestHost_recordsOnce(t *testing.T) {
 	}
 	assert.Equal(t, 1, stops, "one stop reported twice")
 }
+
+// A usage-limited launch whose record is sent again (its first answer
+// lost) is still launched again, not charged, at the same time.
+func TestHost_aUsageLimitRecordedTwiceStillPauses(t *testing.T) {
+	h, env := heldRun(t)
+	res := LaunchResult{Launch: &engine.Launch{Job: "assumptions", Attempt: 1, Launch: 1, Worker: "claude", Host: "worker-7",
+		StartedAt: "2026-12-02T00:00:00Z", EndedAt: "2026-12-02T00:00:01Z", Outcome: string(drive.UsageLimited), ExitStatus: 1,
+		UsageLimit: &engine.UsageLimit{Known: true, Resets: "2026-12-02T00:30:00Z", Message: "limit reached"}}}
+	var answers []RecordResult
+	for range 2 {
+		v, err := env.ExecuteActivity(h.Record, res)
+		require.NoError(t, err)
+		var r RecordResult
+		require.NoError(t, v.Get(&r))
+		require.Nil(t, r.Fault)
+		answers = append(answers, r)
+	}
+	want := RecordResult{Again: true, Until: time.Date(2026, 12, 2, 0, 30, 0, 0, time.UTC)}
+	for i, r := range answers {
+		assert.True(t, r.Again, "answer %d does not launch again", i)
+		assert.True(t, want.Until.Equal(r.Until), "answer %d: until %s", i, r.Until)
+	}
+}
