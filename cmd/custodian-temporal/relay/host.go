@@ -379,6 +379,9 @@ func (h *Host) Lost(ctx context.Context, in LostInput) (LostResult, error) {
 	if err != nil {
 		return LostResult{Fault: faultOf(err)}, nil
 	}
+	if lease == nil && in.Lease != nil && in.Lease.Job == j.Handout.Name && in.Lease.Launch == j.Launch {
+		lease = in.Lease // given to the workflow, not yet recorded here
+	}
 	here, _ := os.Hostname()
 	rec := &engine.Launch{Job: j.Handout.Name, Attempt: j.Handout.Attempt, Launch: j.Launch, Worker: in.Profile,
 		EndedAt: time.Now().UTC().Format(time.RFC3339Nano), Outcome: engine.LaunchLost, ExitStatus: -1}

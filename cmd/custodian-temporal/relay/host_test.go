@@ -178,3 +178,18 @@ func TestHost_aUsageLimitRecordedTwiceStillPauses(t *testing.T) {
 		assert.True(t, want.Until.Equal(r.Until), "answer %d: until %s", i, r.Until)
 	}
 }
+
+// A lease the workflow was given and the run's host has not recorded yet
+// holds the job as a recorded one does.
+func TestHost_lostKnowsTheWorkflowsLease(t *testing.T) {
+	h, env := heldRun(t)
+	lease := engine.Lease{Job: "assumptions", Attempt: 1, Launch: 1, Process: engine.Process{Pid: 4242, Start: "1"},
+		Host: "worker-7", Expires: time.Now().Add(time.Hour).UTC().Format(time.RFC3339Nano)}
+	v, err := env.ExecuteActivity(h.Lost, LostInput{Job: Job{Handout: engine.Handout{Name: "assumptions", Attempt: 1}, Launch: 1},
+		Profile: "claude", Why: "heartbeat timeout", Waited: true, Lease: &lease})
+	require.NoError(t, err)
+	var r LostResult
+	require.NoError(t, v.Get(&r))
+	assert.InDelta(t, time.Hour.Seconds(), r.Wait.Seconds(), 5, "a worker that may still write was taken for lost")
+	assert.Empty(t, outcomeOf(t, h))
+}

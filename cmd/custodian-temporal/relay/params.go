@@ -161,6 +161,9 @@ type LostInput struct {
 	Profile string
 	Why     string
 	Waited  bool
+	// Lease is the lease the workflow was given for the launch, if any:
+	// the run's host may not have recorded it yet.
+	Lease *engine.Lease
 }
 
 // LostResult says how long to wait before asking again whether the lost

@@ -32,17 +32,18 @@ const defaultHeartbeat = time.Minute
 // it, so it does what Temporal's workflows must: it reads no clock, file or
 // map order of its own.
 func Loop(ctx workflow.Context, p Params) (Result, error) {
-	l := &loop{p: p, running: map[string]Job{}, ends: workflow.NewChannel(ctx)}
+	l := &loop{p: p, running: map[string]Job{}, leases: map[string]engine.Lease{}, ends: workflow.NewChannel(ctx)}
 	return l.run(ctx)
 }
 
 // loop is the workflow's state.
 type loop struct {
 	p       Params
-	step    int            // the run's last step, as the workflow took it
-	running map[string]Job // launched: the job's worker runs, or its end is being recorded
-	queue   []Job          // handed out, waiting for a place
-	again   []Job          // a usage limit's relaunch that a stop held back
+	step    int                     // the run's last step, as the workflow took it
+	running map[string]Job          // launched: the job's worker runs, or its end is being recorded
+	leases  map[string]engine.Lease // the leases given for the launches in flight, by job
+	queue   []Job                   // handed out, waiting for a place
+	again   []Job                   // a usage limit's relaunch that a stop held back
 	ends    workflow.Channel
 	owed    bool            // a step is owed
 	settle  workflow.Future // while ends settle before the step they owe
@@ -265,6 +266,9 @@ func (l *loop) carry(ctx workflow.Context, j Job) ended {
 		for waited := false; ; waited = true {
 			var lost LostResult
 			in := LostInput{Job: j, Profile: l.p.Profile, Why: why, Waited: waited}
+			if lease, ok := l.leases[j.Handout.Name]; ok && lease.Launch == j.Launch {
+				in.Lease = &lease
+			}
 			if err := workflow.ExecuteActivity(records, activityLost, in).Get(records, &lost); err != nil {
 				return ended{Job: j, Fault: &Fault{Status: engine.ExitFailed, Message: "record a lost worker: " + err.Error()}}
 			}
@@ -288,6 +292,7 @@ func (l *loop) lease(ctx workflow.Context, lease engine.Lease) {
 	if j, ok := l.running[lease.Job]; !ok || j.Launch != lease.Launch {
 		return
 	}
+	l.leases[lease.Job] = lease
 	workflow.ExecuteActivity(l.host(disconnected(ctx)), activityLease, lease)
 }
 
@@ -296,6 +301,7 @@ func (l *loop) lease(ctx workflow.Context, lease engine.Lease) {
 // ends close to it have come too.
 func (l *loop) end(ctx workflow.Context, e ended) {
 	delete(l.running, e.Job.Handout.Name)
+	delete(l.leases, e.Job.Handout.Name)
 	next := Job{Handout: e.Job.Handout, Launch: e.Job.Launch + 1}
 	switch {
 	case e.Fault != nil:
