@@ -143,20 +143,20 @@ func driveRun(c *cli.Context, cl client.Client, o *engine.Run, profile *drive.Pr
 	result := make(chan error, 1)
 	var res relay.Result
 	go func() { result <- run.Get(ctx, &res) }()
-	for err = nil; ; {
+wait:
+	for {
 		select {
 		case <-interrupts:
 			// The workflow ends every worker, records it, and ends; drive
-			// waits for that.
+			// waits for that. The cancellation goes to the workflow's
+			// current execution: it may have gone on as new.
 			progress.Emit(drive.Event{Kind: drive.EventInterrupted, Text: "ending every worker, then stopping"})
-			// The workflow's current execution: it may have gone on as new.
 			if cerr := cl.CancelWorkflow(ctx, hold.ID, ""); cerr != nil {
 				fmt.Fprintf(c.App.ErrWriter, "custodian-temporal: cancel workflow %s: %v\n", hold.ID, cerr)
 			}
-			continue
 		case err = <-result:
+			break wait
 		}
-		break
 	}
 	if cerr := progress.Close(); cerr != nil && err == nil {
 		err = cerr
