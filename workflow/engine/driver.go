@@ -248,7 +248,12 @@ func (run *Run) heldElsewhere(rd *store.Round, self Holder) error {
 		return nil
 	}
 	if w := rd.Workflow; w != nil {
-		if self.Workflow == nil || self.Workflow.ID != w.ID {
+		// A step names its workflow by ID alone; a workflow that begins
+		// names its server and namespace too, so that a workflow of the
+		// same run on another cluster is a rival, not the holder.
+		mine := self.Workflow
+		if mine == nil || mine.ID != w.ID ||
+			mine.Namespace != "" && mine.Namespace != w.Namespace || mine.Address != "" && mine.Address != w.Address {
 			return &WorkflowHoldsError{Run: run.records.Dir, Workflow: *w}
 		}
 		return nil

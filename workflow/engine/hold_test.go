@@ -42,6 +42,8 @@ func TestWorkflowDriver_holdsTheRun(t *testing.T) {
 	assert.ErrorAs(t, h.o.Driver(process(t, true)).Begin(), &holds, "a drive began beside the workflow")
 	other := h.o.WorkflowDriver(store.Workflow{ID: "custodian-other"})
 	assert.ErrorAs(t, other.Begin(), &holds, "a second workflow took the run")
+	rival := h.o.WorkflowDriver(store.Workflow{ID: loopWorkflow.ID, Namespace: "default", Address: "elsewhere.example:7233"})
+	assert.ErrorAs(t, rival.Begin(), &holds, "the run's workflow on another cluster took the run")
 	_, err = h.o.Report(engine.ReportStop, "", "by hand")
 	assert.ErrorAs(t, err, &holds, "a report of another loop was taken")
 
