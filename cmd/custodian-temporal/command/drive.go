@@ -97,8 +97,7 @@ func driveRun(c *cli.Context, cl client.Client, o *engine.Run, profile *drive.Pr
 	if c.Bool("json") {
 		progress = drive.NewSink(c.App.Writer, true)
 	}
-	host := &relay.Host{Run: o, Workflow: hold, Binary: binary, Profile: profile, MaxWait: c.Duration("max-wait"),
-		Grace: c.Duration("grace"), Sink: progress, Stderr: c.App.ErrWriter}
+	host := &relay.Host{Run: o, Workflow: hold, Binary: binary, Sink: progress, Stderr: c.App.ErrWriter}
 	w := worker.New(cl, queue, worker.Options{
 		// Inside relay.HostHeartbeat, with room for a slow call: a failed
 		// heartbeat ends the activity, which is then tried again.
@@ -119,6 +118,7 @@ func driveRun(c *cli.Context, cl client.Client, o *engine.Run, profile *drive.Pr
 		attached = true
 	}
 	params := relay.Params{Workflow: hold, Dir: o.Dir(), RunQueue: queue, WorkerQueue: c.String("task-queue"), Profile: profile.Name(),
+		Command:     c.String("command"),
 		MaxParallel: c.Int("max-parallel"), Timeout: c.Duration("timeout"), Idle: c.Duration("idle-timeout"),
 		Grace: c.Duration("grace"), MaxWait: c.Duration("max-wait"), RenewAt: c.Int("renew-at")}
 	run, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{

@@ -36,12 +36,9 @@ type Host struct {
 	Workflow engine.Workflow
 	// Binary is custodian-temporal, which takes each step in a process of
 	// its own: a step that ends inside an effect ends that process.
-	Binary  string
-	Profile *drive.Profile // the drive's, to check each hand-out before it is launched
-	MaxWait time.Duration
-	Grace   time.Duration
-	Sink    drive.Sink
-	Stderr  io.Writer // gets what a step printed when it ended inside an effect
+	Binary string
+	Sink   drive.Sink
+	Stderr io.Writer // gets what a step printed when it ended inside an effect
 
 	// mu keeps one activity at a time at the run's records: the run's lock
 	// is a lock between processes, not between the goroutines of one.
@@ -123,7 +120,7 @@ func failed(err error) error {
 // Begin holds the run for the workflow, and says where it stands: its
 // steps, and the hand-outs out that no worker was launched for, which the
 // workflow launches before it steps.
-func (h *Host) Begin(ctx context.Context) (BeginResult, error) {
+func (h *Host) Begin(ctx context.Context, in BeginInput) (BeginResult, error) {
 	defer beat(ctx)()
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -145,14 +142,18 @@ func (h *Host) Begin(ctx context.Context) (BeginResult, error) {
 	if err != nil {
 		return BeginResult{Fault: faultOf(err)}, nil
 	}
-	jobs, fault := h.jobs(d, unlaunched)
+	jobs, fault := h.jobs(d, in.Settings, unlaunched)
 	return BeginResult{Steps: dec.Step, Unlaunched: jobs, Fault: fault}, nil
 }
 
-// jobs checks hand-outs through the drive's profile and numbers their
-// launches.
-func (h *Host) jobs(d *engine.Driver, hs []engine.Handout) ([]Job, *Fault) {
-	if err := drive.Check(h.Profile, hs, h.Run.Dir()); err != nil {
+// jobs checks hand-outs through the profile the workflow was started with
+// and numbers their launches.
+func (h *Host) jobs(d *engine.Driver, s Settings, hs []engine.Handout) ([]Job, *Fault) {
+	profile, err := drive.NewProfile(s.Profile, s.Command)
+	if err != nil {
+		return nil, faultOf(err)
+	}
+	if err := drive.Check(profile, hs, h.Run.Dir()); err != nil {
 		return nil, faultOf(err)
 	}
 	jobs := make([]Job, len(hs))
@@ -209,7 +210,7 @@ func (h *Host) Step(ctx context.Context, in StepInput) (StepResult, error) {
 				fresh = append(fresh, hd)
 			}
 		}
-		r.Fresh, r.Fault = h.jobs(d, fresh)
+		r.Fresh, r.Fault = h.jobs(d, in.Settings, fresh)
 		if names := jobNames(r.Fresh); len(names) > 0 {
 			h.Sink.Emit(drive.Event{Kind: drive.EventRound, Round: dec.Step, Jobs: names})
 		}
@@ -245,17 +246,17 @@ func (h *Host) Lease(ctx context.Context, l engine.Lease) error {
 // and drops its lease. A launch that hit the account's usage limit is
 // reported; Again says it is launched again, not charged, once the limit
 // lifts (at most MaxWait from now).
-func (h *Host) Record(ctx context.Context, in LaunchResult) (RecordResult, error) {
+func (h *Host) Record(ctx context.Context, in RecordInput) (RecordResult, error) {
 	defer beat(ctx)()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	l := in.Launch
+	l := in.Result.Launch
 	if l == nil {
 		return RecordResult{Fault: &Fault{Status: engine.ExitFailed, Message: "a worker host sent a launch without its record: a defect in custodian"}}, nil
 	}
 	d := h.held()
 	again := d.Recorded(l.Job, l.Launch)
-	dir, err := d.RecordLaunch(l, in.Stdout, in.Stderr)
+	dir, err := d.RecordLaunch(l, in.Result.Stdout, in.Result.Stderr)
 	if err != nil {
 		if passing(err) {
 			return RecordResult{}, err
@@ -299,7 +300,7 @@ func (h *Host) Record(ctx context.Context, in LaunchResult) (RecordResult, error
 	if !free {
 		return RecordResult{}, nil
 	}
-	until := limitLifts(l, h.MaxWait)
+	until := limitLifts(l, in.Settings.MaxWait)
 	if !again {
 		h.Sink.Emit(drive.Event{Kind: drive.EventPaused, Job: l.Job, Until: until, Text: msg})
 	}
@@ -383,14 +384,14 @@ func (h *Host) Lost(ctx context.Context, in LostInput) (LostResult, error) {
 		lease = in.Lease // given to the workflow, not yet recorded here
 	}
 	here, _ := os.Hostname()
-	rec := &engine.Launch{Job: j.Handout.Name, Attempt: j.Handout.Attempt, Launch: j.Launch, Worker: in.Profile,
+	rec := &engine.Launch{Job: j.Handout.Name, Attempt: j.Handout.Attempt, Launch: j.Launch, Worker: in.Settings.Profile,
 		EndedAt: time.Now().UTC().Format(time.RFC3339Nano), Outcome: engine.LaunchLost, ExitStatus: -1}
 	switch {
 	case lease == nil && !in.Waited:
 		// The worker host never said its worker ran: none did, or the
 		// host ends it once it cannot say so (leaseSend, then its grace).
 		// Wait that out once.
-		return LostResult{Wait: leaseSend + h.Grace + leaseMargin/6}, nil
+		return LostResult{Wait: leaseSend + in.Settings.Grace + leaseMargin/6}, nil
 	case lease == nil:
 		rec.Message = "lost before its worker host said it ran: " + in.Why
 	case lease.Host == here:
@@ -398,7 +399,7 @@ func (h *Host) Lost(ctx context.Context, in LostInput) (LostResult, error) {
 		rec.Message = "lost with its worker process: " + in.Why
 		if proc.Alive(lease.Process.Pid, lease.Process.Start) {
 			// An orphan: its worker process died and its keeper did not end it.
-			if err := drive.EndGroup(lease.Process.Pid, lease.Process.Start, h.Grace); err != nil {
+			if err := drive.EndGroup(lease.Process.Pid, lease.Process.Start, in.Settings.Grace); err != nil {
 				return LostResult{}, failed(err)
 			}
 			rec.Message += fmt.Sprintf("; its group (pid %d) was still running, and was ended", lease.Process.Pid)

@@ -20,6 +20,9 @@ import (
 	"github.com/custodian-run/custodian/workflow/engine"
 )
 
+// settings are the drive's, as the workflow gives them to each activity.
+var settings = Settings{Profile: "claude", Grace: 100 * time.Millisecond, MaxWait: time.Hour}
+
 // heldRun is a clean trial run stepped once, its two lenses handed out,
 // held by a workflow through the Host that the test's activities run on.
 func heldRun(t *testing.T) (*Host, *testsuite.TestActivityEnvironment) {
@@ -30,15 +33,13 @@ func heldRun(t *testing.T) (*Host, *testsuite.TestActivityEnvironment) {
 	out, err := o.Step()
 	require.NoError(t, err)
 	require.Len(t, out.Jobs, 2)
-	profile, err := drive.NewProfile("claude", "")
-	require.NoError(t, err)
 	h := &Host{Run: o, Workflow: engine.Workflow{ID: WorkflowID(o.ID()), Namespace: "default", Address: "t:7233"},
-		Profile: profile, Grace: 100 * time.Millisecond, Sink: drive.NewPlain(io.Discard)}
+		Sink: drive.NewPlain(io.Discard)}
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
 	env.RegisterActivity(h)
 	var begin BeginResult
-	v, err := env.ExecuteActivity(h.Begin)
+	v, err := env.ExecuteActivity(h.Begin, BeginInput{Settings: settings})
 	require.NoError(t, err)
 	require.NoError(t, v.Get(&begin))
 	require.Nil(t, begin.Fault)
@@ -51,7 +52,7 @@ func heldRun(t *testing.T) (*Host, *testsuite.TestActivityEnvironment) {
 func lost(t *testing.T, env *testsuite.TestActivityEnvironment, h *Host, waited bool) LostResult {
 	t.Helper()
 	v, err := env.ExecuteActivity(h.Lost, LostInput{Job: Job{Handout: engine.Handout{Name: "assumptions", Attempt: 1}, Launch: 1},
-		Profile: "claude", Why: "heartbeat timeout", Waited: waited})
+		Settings: settings, Why: "heartbeat timeout", Waited: waited})
 	require.NoError(t, err)
 	var r LostResult
 	require.NoError(t, v.Get(&r))
@@ -131,7 +132,7 @@ func TestHost_recordsOnce(t *testing.T) {
 	res := LaunchResult{Launch: &engine.Launch{Job: "assumptions", Attempt: 1, Launch: 1, Worker: "claude", Host: "worker-7",
 		StartedAt: "2026-12-02T00:00:00Z", EndedAt: "2026-12-02T00:00:01Z", Outcome: string(drive.Finished)}, Stdout: []byte("out\n")}
 	for range 2 {
-		v, err := env.ExecuteActivity(h.Record, res)
+		v, err := env.ExecuteActivity(h.Record, RecordInput{Result: res, Settings: settings})
 		require.NoError(t, err)
 		var r RecordResult
 		require.NoError(t, v.Get(&r))
@@ -165,7 +166,7 @@ func TestHost_aUsageLimitRecordedTwiceStillPauses(t *testing.T) {
 		UsageLimit: &engine.UsageLimit{Known: true, Resets: "2026-12-02T00:30:00Z", Message: "limit reached"}}}
 	var answers []RecordResult
 	for range 2 {
-		v, err := env.ExecuteActivity(h.Record, res)
+		v, err := env.ExecuteActivity(h.Record, RecordInput{Result: res, Settings: settings})
 		require.NoError(t, err)
 		var r RecordResult
 		require.NoError(t, v.Get(&r))
@@ -186,7 +187,7 @@ func TestHost_lostKnowsTheWorkflowsLease(t *testing.T) {
 	lease := engine.Lease{Job: "assumptions", Attempt: 1, Launch: 1, Process: engine.Process{Pid: 4242, Start: "1"},
 		Host: "worker-7", Expires: time.Now().Add(time.Hour).UTC().Format(time.RFC3339Nano)}
 	v, err := env.ExecuteActivity(h.Lost, LostInput{Job: Job{Handout: engine.Handout{Name: "assumptions", Attempt: 1}, Launch: 1},
-		Profile: "claude", Why: "heartbeat timeout", Waited: true, Lease: &lease})
+		Settings: settings, Why: "heartbeat timeout", Waited: true, Lease: &lease})
 	require.NoError(t, err)
 	var r LostResult
 	require.NoError(t, v.Get(&r))

@@ -55,6 +55,7 @@ type Params struct {
 	RunQueue    string
 	WorkerQueue string
 	Profile     string // the worker profile the drive named: claude, codex or exec
+	Command     string // exec's --command, as the drive was given it
 	MaxParallel int    // workers at once over every host; zero: every hand-out
 	Timeout     time.Duration
 	Idle        time.Duration
@@ -81,6 +82,19 @@ type Result struct {
 	InEffect bool
 }
 
+// Settings are what the run host's activities take of the drive that
+// started the workflow, rather than of the drive that serves them: a drive
+// that attaches may have been given other flags.
+type Settings struct {
+	Profile, Command string
+	Grace, MaxWait   time.Duration
+}
+
+// settings returns the settings of p.
+func (p Params) settings() Settings {
+	return Settings{Profile: p.Profile, Command: p.Command, Grace: p.Grace, MaxWait: p.MaxWait}
+}
+
 // Fault is what keeps a drive from going on, with the exit status it
 // maps to and what the operator does next.
 type Fault struct {
@@ -105,11 +119,17 @@ type BeginResult struct {
 	Fault      *Fault
 }
 
+// BeginInput begins the workflow's hold of the run.
+type BeginInput struct {
+	Settings Settings
+}
+
 // StepInput asks for the run's step Number beside the hand-outs the
 // workflow holds (job → attempt).
 type StepInput struct {
-	Number int
-	Held   map[string]int
+	Number   int
+	Held     map[string]int
+	Settings Settings
 }
 
 // StepResult is what a step decided, as much as the workflow needs of it:
@@ -145,6 +165,12 @@ type LaunchResult struct {
 	Stdout, Stderr []byte
 }
 
+// RecordInput is a launch's evidence for the run's host to record.
+type RecordInput struct {
+	Result   LaunchResult
+	Settings Settings
+}
+
 // RecordResult says whether a launch that hit a usage limit is launched
 // again, not charged, once the limit lifts at Until.
 type RecordResult struct {
@@ -157,10 +183,10 @@ type RecordResult struct {
 // and whether the workflow has waited once already for a worker that never
 // gave its lease.
 type LostInput struct {
-	Job     Job
-	Profile string
-	Why     string
-	Waited  bool
+	Job      Job
+	Settings Settings
+	Why      string
+	Waited   bool
 	// Lease is the lease the workflow was given for the launch, if any:
 	// the run's host may not have recorded it yet.
 	Lease *engine.Lease

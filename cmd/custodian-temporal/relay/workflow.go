@@ -105,7 +105,7 @@ func disconnected(ctx workflow.Context) workflow.Context {
 
 func (l *loop) run(ctx workflow.Context) (Result, error) {
 	var begin BeginResult
-	if err := workflow.ExecuteActivity(l.host(ctx), activityBegin).Get(ctx, &begin); err != nil {
+	if err := workflow.ExecuteActivity(l.host(ctx), activityBegin, BeginInput{Settings: l.p.settings()}).Get(ctx, &begin); err != nil {
 		if temporal.IsCanceledError(err) {
 			l.cancelled = true
 			return l.finish(ctx)
@@ -201,7 +201,7 @@ func (l *loop) held() map[string]int {
 // takeStep takes the run's next step and takes in what it decided.
 func (l *loop) takeStep(ctx workflow.Context) {
 	var r StepResult
-	err := workflow.ExecuteActivity(l.host(ctx), activityStep, StepInput{Number: l.step + 1, Held: l.held()}).Get(ctx, &r)
+	err := workflow.ExecuteActivity(l.host(ctx), activityStep, StepInput{Number: l.step + 1, Held: l.held(), Settings: l.p.settings()}).Get(ctx, &r)
 	switch {
 	case temporal.IsCanceledError(err):
 		// The step may have been taken: the run's records say, and the
@@ -265,7 +265,7 @@ func (l *loop) carry(ctx workflow.Context, j Job) ended {
 		}
 		for waited := false; ; waited = true {
 			var lost LostResult
-			in := LostInput{Job: j, Profile: l.p.Profile, Why: why, Waited: waited}
+			in := LostInput{Job: j, Settings: l.p.settings(), Why: why, Waited: waited}
 			if lease, ok := l.leases[j.Handout.Name]; ok && lease.Launch == j.Launch {
 				in.Lease = &lease
 			}
@@ -279,7 +279,7 @@ func (l *loop) carry(ctx workflow.Context, j Job) ended {
 		}
 	}
 	var rec RecordResult
-	if err := workflow.ExecuteActivity(records, activityRecord, res).Get(records, &rec); err != nil {
+	if err := workflow.ExecuteActivity(records, activityRecord, RecordInput{Result: res, Settings: l.p.settings()}).Get(records, &rec); err != nil {
 		return ended{Job: j, Fault: &Fault{Status: engine.ExitFailed, Message: "record a launch: " + err.Error()}}
 	}
 	return ended{Job: j, Again: rec.Again, Until: rec.Until, Fault: rec.Fault}

@@ -48,7 +48,7 @@ func newFakeRun(jobs int) *fakeRun {
 
 func (f *fakeRun) job(i int) string { return fmt.Sprintf("j%d", i) }
 
-func (f *fakeRun) Begin(context.Context) (BeginResult, error) {
+func (f *fakeRun) Begin(context.Context, BeginInput) (BeginResult, error) {
 	return BeginResult{Fault: f.fault}, nil
 }
 
@@ -97,12 +97,13 @@ func (f *fakeRun) Launch(_ context.Context, in LaunchInput) (LaunchResult, error
 	return res, nil
 }
 
-func (f *fakeRun) Record(_ context.Context, in LaunchResult) (RecordResult, error) {
+func (f *fakeRun) Record(_ context.Context, in RecordInput) (RecordResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.recorded = append(f.recorded, in.Launch.Outcome)
-	if in.Launch.Outcome == string(drive.Finished) {
-		f.finished[in.Launch.Job] = true
+	l := in.Result.Launch
+	f.recorded = append(f.recorded, l.Outcome)
+	if l.Outcome == string(drive.Finished) {
+		f.finished[l.Job] = true
 	}
 	return RecordResult{}, nil
 }

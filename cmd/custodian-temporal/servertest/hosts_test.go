@@ -221,3 +221,28 @@ func TestALongRunGoesOnAsNew(t *testing.T) {
 		assert.Equal(t, []string{"finished"}, o, "%s", job)
 	}
 }
+
+// A drive that attaches serves the workflow with the settings it was
+// started with, not its own: here its own profile could not launch a
+// single hand-out.
+func TestAnAttachingDriveKeepsTheWorkflowsSettings(t *testing.T) {
+	const jobs = 3
+	dir := fanoutRun(t, jobs)
+	plan := map[string][]string{}
+	for i := 1; i <= jobs; i++ {
+		plan[fmt.Sprintf("j%d", i)] = []string{"slow:1"}
+	}
+	h := newHarness(t, plan)
+	h.worker(t)
+	first := h.drive(t, dir, "--max-parallel", "1")
+	h.untilStarted(t, 1, 2*time.Minute)
+	require.NoError(t, first.cmd.Process.Signal(syscall.SIGKILL))
+	first.wait(t, 10*time.Second)
+
+	args := append(append([]string{"drive", dir}, connect()...), "--task-queue", h.queue,
+		"--worker", "exec", "--command", "'/bin/true' {param:nothing}", "--grace", "1s", "--idle-timeout", "5s")
+	second := h.start(t, args...)
+	require.Equal(t, 0, second.wait(t, 2*time.Minute), "second drive: stdout %q\nstderr %s", second.stdout.String(), second.stderr.String())
+	assert.Equal(t, "done\n", second.stdout.String())
+	assert.Len(t, h.starts(t), jobs)
+}
