@@ -16,8 +16,11 @@ import (
 // keeperSignal is the keeper's parent-death signal. It is not SIGTERM,
 // which a worker's whole group gets when it is asked to end, and which the
 // keeper must not take for its parent's death: that would cut the
-// worker's grace period short.
-const keeperSignal = syscall.SIGUSR1
+// worker's grace period short. It is one whose default action is to be
+// ignored: one that came before the keeper could catch it would otherwise
+// end the keeper, and leave the group unkept. The keeper then looks for
+// its parent, so a stray one ends nothing.
+const keeperSignal = syscall.SIGWINCH
 
 // diesWithParent gives a worker's leader a parent-death signal: it is
 // killed when the process that started it dies.
@@ -75,10 +78,9 @@ func KeepGroup(pgid, parent int) error {
 	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	died := make(chan os.Signal, 1)
 	signal.Notify(died, keeperSignal)
-	if os.Getppid() != parent {
-		// The parent died before the keeper could hear of it.
-		return unix.Kill(-pgid, syscall.SIGKILL)
+	// Before the signal was caught, the parent may have died already.
+	for os.Getppid() == parent {
+		<-died
 	}
-	<-died
 	return unix.Kill(-pgid, syscall.SIGKILL)
 }

@@ -48,6 +48,11 @@ func TestKeeper_aKeptWorkerEndsAsAnyOther(t *testing.T) {
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return groupMembers(w.Pid()) >= 2 }, 5*time.Second, 10*time.Millisecond)
 	time.Sleep(100 * time.Millisecond)
+	// The keeper's signal, sent by someone else: its parent lives, so the
+	// keeper ends nothing.
+	require.NoError(t, syscall.Kill(-w.Pid(), syscall.SIGWINCH))
+	time.Sleep(200 * time.Millisecond)
+	require.GreaterOrEqual(t, groupMembers(w.Pid()), 2, "a stray signal ended the kept group")
 	w.Kill()
 	r := w.Wait()
 	assert.Contains(t, string(r.Stdout.Data), "bye", "the worker was not given its grace period")
