@@ -451,6 +451,10 @@ func (d *Driver) NotLaunched(hs []Handout) error {
 		}
 		var events []store.Event
 		for _, h := range hs {
+			if js := rec.state.Jobs[h.Name]; js != nil && js.Outstanding != nil && attempt(js) == h.Attempt &&
+				slices.Contains(js.Outstanding.Launches, LaunchNotLaunched) {
+				continue // noted already, by a try whose answer was lost
+			}
 			l := &Launch{Job: h.Name, Attempt: h.Attempt, Outcome: LaunchNotLaunched}
 			if noteLaunch(rec.state, l) {
 				events = append(events, store.Event{Type: store.EventLaunch, Subject: h.Name, Attempt: h.Attempt,

@@ -219,3 +219,23 @@ func TestDriver_recordLaunchCommitsWhatWasKept(t *testing.T) {
 	require.Len(t, out.Jobs, 1)
 	assert.Equal(t, 1, out.Jobs[0].Attempt, "the interrupted launch, kept and never committed, was charged")
 }
+
+// A hand-out recorded not launched twice (a retried activity) is noted
+// once.
+func TestDriver_notLaunchedOnce(t *testing.T) {
+	h := startRun(t, oneJob(job("a")), source)
+	out := h.launch("a")
+	d := held(t, h, loopWorkflow)
+	for range 2 {
+		require.NoError(t, d.NotLaunched([]engine.Handout{out["a"]}))
+	}
+	events, err := h.o.Log()
+	require.NoError(t, err)
+	n := 0
+	for _, e := range events {
+		if e.Type == engine.EventLaunch && e.Kind == engine.LaunchNotLaunched {
+			n++
+		}
+	}
+	assert.Equal(t, 1, n, "one hand-out noted not launched twice")
+}
