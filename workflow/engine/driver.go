@@ -575,6 +575,9 @@ func (d *Driver) Lease(l Lease) error {
 		}
 		rd.Workers = slices.DeleteFunc(rd.Workers, func(w Lease) bool { return w.Job == l.Job && w.Launch == l.Launch })
 		rd.Workers = append(rd.Workers, l)
+		// Without a round barrier, workers start after later steps too:
+		// the round is as old as its newest worker's step.
+		rd.Step = rec.state.Steps
 		return d.run.records.SaveRound("round", rd)
 	})
 }

@@ -89,6 +89,10 @@ func TestLease_onAnotherHostHoldsUntilItExpires(t *testing.T) {
 		require.NoError(t, err)
 		require.NotNil(t, l)
 		assert.Equal(t, "worker-7", l.Host)
+		// A worker leased after that step: the round is as old as it.
+		require.NoError(t, d.Lease(engine.Lease{Job: "a", Attempt: 1, Launch: 2, Process: engine.Process{Pid: 4243, Start: "1"},
+			Host: "worker-7", Expires: time.Now().Add(time.Hour).UTC().Format(time.RFC3339Nano)}))
+		assert.Equal(t, 2, inFlight(t, h).Step, "the round is not as old as its newest worker's step")
 	})
 	t.Run("expired", func(t *testing.T) {
 		h := startRun(t, oneJob(job("a")), source)
