@@ -102,28 +102,31 @@ func (l *Launcher) Launch(ctx context.Context, in LaunchInput) (LaunchResult, er
 	// which stands still while the host sleeps: a worker past its lease,
 	// however it got there, is ended at once.
 	expires := w.Started().Add(LeaseBound(in.Timeout, in.Grace) - leaseMargin/2).Round(0)
+	// Cancelled, timed out, or this worker process stopping: the worker's
+	// group ends, with its grace. Each channel is heard once: a closed one
+	// would be heard for ever.
 	cancelled := false
+	stopping, done := activity.GetWorkerStopChannel(ctx), ctx.Done()
 	end := func() {
+		stopping, done = nil, nil
 		if !cancelled {
-			// Cancelled, timed out, or this worker process is stopping: the
-			// worker's group ends, with its grace.
 			cancelled = true
 			w.Kill()
 		}
 	}
-	for done := false; !done; {
+	for over := false; !over; {
 		select {
 		case <-ended:
-			done = true
+			over = true
 		case <-tick.C:
 			activity.RecordHeartbeat(ctx, lease)
 			if time.Now().Round(0).After(expires) {
 				w.Kill()
 				w.Kill()
 			}
-		case <-activity.GetWorkerStopChannel(ctx):
+		case <-stopping:
 			end()
-		case <-ctx.Done():
+		case <-done:
 			end()
 		}
 	}
