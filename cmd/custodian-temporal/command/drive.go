@@ -165,7 +165,7 @@ wait:
 		return fmt.Errorf("drive the run's workflow %s: %w", hold.ID, err)
 	}
 	if f := res.Fault; f != nil {
-		return faultError(f)
+		return faultError{f}
 	}
 	if !res.InEffect {
 		// A step that ended inside an effect printed nothing: nor does drive.
@@ -196,15 +196,14 @@ func printLast(c *cli.Context, o *engine.Run) error {
 	return out.WriteText(c.App.Writer)
 }
 
-// faultError is a fault the workflow ended with, as the error of its exit
+// faultError is a fault the workflow ended with, as an error of its exit
 // status, with its hint.
-func faultError(f *relay.Fault) error {
-	stderr := "custodian: " + f.Message + "\n"
-	if f.Hint != "" {
-		stderr += "custodian: hint: " + f.Hint + "\n"
-	}
-	if f.Status == engine.ExitUsage {
-		return &engine.UsageError{Message: f.Message, Hint: f.Hint}
-	}
-	return &drive.StepError{Status: f.Status, Stderr: stderr}
-}
+type faultError struct{ f *relay.Fault }
+
+func (e faultError) Error() string { return e.f.Message }
+
+// Hint says what the operator does next.
+func (e faultError) Hint() string { return e.f.Hint }
+
+// Unwrap returns the error class of the fault's status.
+func (e faultError) Unwrap() error { return drive.StatusClass(e.f.Status) }

@@ -345,8 +345,14 @@ func (e *StepError) Hint() string {
 
 // Unwrap returns the error class of the step's status, so that the drive
 // exits with it.
-func (e *StepError) Unwrap() error {
-	switch e.Status {
+func (e *StepError) Unwrap() error { return StatusClass(e.Status) }
+
+// StatusClass returns the error class of an exit status of the table every
+// command shares, so that an error carried as its status alone (through a
+// process, or a Temporal workflow's result) exits with it again; nil for
+// the statuses no class stands for.
+func StatusClass(status int) error {
+	switch status {
 	case engine.ExitUsage:
 		return engine.ErrUsage
 	case engine.ExitBusy:
