@@ -104,3 +104,23 @@ func TestAHeldRunRefusesOtherLoops(t *testing.T) {
 	require.NoError(t, d.cmd.Process.Signal(syscall.SIGINT))
 	assert.Equal(t, 12, d.wait(t, time.Minute), "stderr: %s", d.stderr.String())
 }
+
+// A launch set-up that cannot launch a hand-out fails the drive with exit
+// 2, the fault's message and hint, as custodian drive does; nothing is
+// launched, and the run is free again.
+func TestALaunchSetUpThatCannotLaunchExits2(t *testing.T) {
+	dir := trialRun(t, "parameters", "--launch", "model=small")
+	h := newHarness(t, nil)
+	h.worker(t)
+	args := append(append([]string{"drive", dir}, connect()...), "--task-queue", h.queue,
+		"--worker", "exec", "--command", "'"+fakeworker+"' {prompt}", "--grace", "1s")
+	d := h.start(t, args...)
+	require.Equal(t, 2, d.wait(t, 2*time.Minute), "drive: stdout %q\nstderr %s", d.stdout.String(), d.stderr.String())
+	assert.Contains(t, d.stderr.String(), `custodian: drive: the launch set-up cannot launch this round`)
+	assert.Contains(t, d.stderr.String(), `launch parameter "model"`)
+	assert.Contains(t, d.stderr.String(), "\ncustodian: hint: fix --command or the jobs' launch parameters")
+	assert.Empty(t, d.stdout.String())
+	assert.Empty(t, h.starts(t))
+	after := run(t, "step", dir)
+	assert.Equal(t, 0, after.code, "the run is not free after the fault: %s", after.stderr)
+}
