@@ -296,16 +296,6 @@ func outcomes(t *testing.T, dir string) map[string][]string {
 	return out
 }
 
-// alive says whether pid runs and is not a zombie.
-func alive(pid int) bool {
-	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return false
-	}
-	f := bytes.Fields(data[bytes.LastIndexByte(data, ')')+1:])
-	return len(f) > 0 && string(f[0]) != "Z"
-}
-
 // groupGone says whether no process of the group pgid runs.
 func groupGone(pgid int) bool {
 	if errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH) {
